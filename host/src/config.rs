@@ -1,0 +1,87 @@
+//! Operator settings parsed at the edge: flags and `PIXGW_*` variables become typed values here.
+
+use crate::runtime::{EndpointOverride, Environment};
+
+/// Parses `provider.endpoint[.test|.live]=url`, comma-separated, e.g.
+/// `efi.api=https://localhost:8443,bb.oauth.test=https://localhost:8444`.
+pub fn parse_endpoint_overrides(text: &str) -> Result<Vec<EndpointOverride>, String> {
+    text.split(',')
+        .map(str::trim)
+        .filter(|item| !item.is_empty())
+        .map(|item| {
+            let (key, url) = item.split_once('=').ok_or_else(|| {
+                format!(
+                    "endpoint override {item:?} needs the form provider.endpoint[.test|.live]=url"
+                )
+            })?;
+            let parts: Vec<&str> = key.split('.').collect();
+            let (provider, endpoint, environment) = match parts[..] {
+                [p, e] => (p, e, None),
+                [p, e, "test"] => (p, e, Some(Environment::Test)),
+                [p, e, "live"] => (p, e, Some(Environment::Live)),
+                _ => {
+                    return Err(format!(
+                        "endpoint override key {key:?} must be provider.endpoint[.test|.live]"
+                    ));
+                }
+            };
+            let parsed = url::Url::parse(url)
+                .map_err(|e| format!("endpoint override {key}: {url:?} is not a URL: {e}"))?;
+            if !matches!(parsed.scheme(), "http" | "https") {
+                return Err(format!(
+                    "endpoint override {key}: {url:?} must be http or https"
+                ));
+            }
+            Ok(EndpointOverride {
+                provider: provider.into(),
+                endpoint: endpoint.into(),
+                environment,
+                url: url.into(),
+            })
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn overrides_parse_and_bad_ones_say_what_to_fix() {
+        let parsed =
+            parse_endpoint_overrides("efi.api=https://localhost:8443, bb.oauth.live=https://h:1/x")
+                .unwrap();
+        assert_eq!(
+            parsed,
+            vec![
+                EndpointOverride {
+                    provider: "efi".into(),
+                    endpoint: "api".into(),
+                    environment: None,
+                    url: "https://localhost:8443".into()
+                },
+                EndpointOverride {
+                    provider: "bb".into(),
+                    endpoint: "oauth".into(),
+                    environment: Some(Environment::Live),
+                    url: "https://h:1/x".into()
+                },
+            ]
+        );
+        assert_eq!(parse_endpoint_overrides("").unwrap(), vec![]);
+        assert_eq!(
+            parse_endpoint_overrides("efi=https://x").unwrap_err(),
+            "endpoint override key \"efi\" must be provider.endpoint[.test|.live]"
+        );
+        assert!(
+            parse_endpoint_overrides("efi.api")
+                .unwrap_err()
+                .contains("needs the form")
+        );
+        assert!(
+            parse_endpoint_overrides("efi.api=ftp://x")
+                .unwrap_err()
+                .contains("must be http or https")
+        );
+    }
+}

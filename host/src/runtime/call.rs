@@ -1,0 +1,375 @@
+//! One adapter call: a fresh store with its limits, the call's scope (egress policy, client
+//! identity, cache scope, log tags), and the mapping of traps to [`PluginFault`]s.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use wasmtime::component::ResourceTable;
+use wasmtime::{ResourceLimiter, Store, UpdateDeadline};
+use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
+
+use super::bindings::types::{
+    CallContext, Environment, FieldKind, FieldValue, Manifest, ResolvedEndpoint,
+};
+use super::bindings::{self, http, types};
+use super::cache::MemoryCache;
+use super::egress::EgressPolicy;
+use super::outbound::{ClientIdentity, HttpClients};
+use super::{crypto, engine::AdapterEngine};
+
+/// What the host lends every call: pooled HTTP clients and the cache.
+pub struct Services {
+    pub http: HttpClients,
+    pub cache: MemoryCache,
+}
+
+/// A merchant's credential at one PSP, as the vault hands it over: every field by name, private
+/// keys included. [`super::LoadedAdapter::prepare`] turns it into what one call needs.
+#[derive(Clone)]
+pub struct Credential {
+    /// Stable id of the credential; scopes the adapter's cache.
+    pub id: String,
+    pub environment: Environment,
+    pub fields: std::collections::BTreeMap<String, String>,
+    pub webhook_url: Option<String>,
+}
+
+impl std::fmt::Debug for Credential {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Credential")
+            .field("id", &self.id)
+            .field("environment", &self.environment)
+            .field("fields", &self.fields.keys().collect::<Vec<_>>())
+            .finish_non_exhaustive()
+    }
+}
+
+/// A credential bound to one adapter version: the context the adapter sees, the client identity
+/// the host presents for it, and the origins it may reach. Build once, use for many calls.
+pub struct PreparedCredential {
+    pub(super) context: CallContext,
+    pub(super) identity: Option<Arc<Result<ClientIdentity, String>>>,
+    pub(super) policy: Arc<EgressPolicy>,
+    pub(super) cache_scope: Arc<str>,
+}
+
+impl PreparedCredential {
+    pub(super) fn new(
+        manifest: &Manifest,
+        endpoints: Vec<ResolvedEndpoint>,
+        credential: &Credential,
+    ) -> Self {
+        let mut fields = Vec::new();
+        let (mut identity_pem, mut cert_pem, mut key_pem) = (None, None, None);
+        for spec in &manifest.credential_fields {
+            let Some(value) = credential.fields.get(&spec.name) else {
+                continue;
+            };
+            match spec.kind {
+                FieldKind::Text | FieldKind::Secret => fields.push(FieldValue {
+                    name: spec.name.clone(),
+                    value: value.clone(),
+                }),
+                FieldKind::ClientCertificate => {
+                    fields.push(FieldValue {
+                        name: spec.name.clone(),
+                        value: value.clone(),
+                    });
+                    cert_pem = Some(value.as_str());
+                }
+                FieldKind::ClientPrivateKey => key_pem = Some(value.as_str()),
+                FieldKind::ClientIdentity => identity_pem = Some(value.clone()),
+            }
+        }
+        let identity_pem = identity_pem.or_else(|| match (cert_pem, key_pem) {
+            (Some(cert), Some(key)) => Some(format!("{cert}\n{key}")),
+            (Some(cert), None) => Some(cert.to_owned()),
+            _ => None,
+        });
+        let identity = identity_pem.map(|pem| Arc::new(ClientIdentity::from_pem(&pem)));
+        let policy = Arc::new(EgressPolicy::from_endpoints(
+            endpoints.iter().map(|e| e.url.as_str()),
+        ));
+        PreparedCredential {
+            context: CallContext {
+                environment: credential.environment,
+                request_id: String::new(),
+                fields,
+                endpoints,
+                webhook_url: credential.webhook_url.clone(),
+            },
+            identity,
+            policy,
+            cache_scope: format!("{}/{}", manifest.id, credential.id).into(),
+        }
+    }
+
+    pub(super) fn context(&self, request_id: &str) -> CallContext {
+        CallContext {
+            request_id: request_id.to_owned(),
+            ..self.context.clone()
+        }
+    }
+}
+
+/// Why a call produced no answer from the adapter's own logic.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PluginFault {
+    #[error("the adapter did not finish within {0:?}")]
+    Deadline(Duration),
+    #[error("the adapter exceeded its memory limit of {0} bytes")]
+    MemoryLimit(usize),
+    #[error("the adapter panicked")]
+    Panic,
+    #[error("the adapter trapped: {0}")]
+    Trap(String),
+    #[error("the adapter could not be instantiated: {0}")]
+    Instantiate(String),
+}
+
+/// Store data of one call.
+pub struct CallState {
+    wasi: WasiCtx,
+    table: ResourceTable,
+    limiter: MemoryLimiter,
+    services: Arc<Services>,
+    policy: Arc<EgressPolicy>,
+    identity: Option<Arc<Result<ClientIdentity, String>>>,
+    cache_scope: Arc<str>,
+    provider: Arc<str>,
+    request_id: String,
+}
+
+impl WasiView for CallState {
+    fn ctx(&mut self) -> WasiCtxView<'_> {
+        WasiCtxView {
+            ctx: &mut self.wasi,
+            table: &mut self.table,
+        }
+    }
+}
+
+/// Counts linear memory across all of an instance's memories and refuses growth past the limit,
+/// remembering that it did so: a failed allocation then aborts the guest, and the flag tells that
+/// trap apart from an ordinary panic.
+struct MemoryLimiter {
+    limit: usize,
+    used: usize,
+    hit: bool,
+}
+
+impl ResourceLimiter for MemoryLimiter {
+    fn memory_growing(
+        &mut self,
+        current: usize,
+        desired: usize,
+        _max: Option<usize>,
+    ) -> wasmtime::Result<bool> {
+        let total = self.used - current.min(self.used) + desired;
+        if total > self.limit {
+            self.hit = true;
+            return Ok(false);
+        }
+        self.used = total;
+        Ok(true)
+    }
+
+    fn table_growing(
+        &mut self,
+        _current: usize,
+        desired: usize,
+        _max: Option<usize>,
+    ) -> wasmtime::Result<bool> {
+        Ok(desired <= 1_000_000)
+    }
+}
+
+/// Runs `f` against a fresh instance of `pre` with the call's limits and scope.
+pub(super) async fn run<R>(
+    engine: &AdapterEngine,
+    services: &Arc<Services>,
+    pre: &bindings::AdapterPre<CallState>,
+    provider: &Arc<str>,
+    credential: Option<&PreparedCredential>,
+    request_id: &str,
+    f: impl AsyncFnOnce(&bindings::Adapter, &mut Store<CallState>) -> wasmtime::Result<R>,
+) -> Result<R, PluginFault> {
+    let limits = &engine.limits;
+    let state = CallState {
+        wasi: WasiCtx::builder()
+            .allow_tcp(false)
+            .allow_udp(false)
+            .allow_ip_name_lookup(false)
+            .build(),
+        table: ResourceTable::new(),
+        limiter: MemoryLimiter {
+            limit: limits.memory_bytes,
+            used: 0,
+            hit: false,
+        },
+        services: services.clone(),
+        policy: credential.map(|c| c.policy.clone()).unwrap_or_default(),
+        identity: credential.and_then(|c| c.identity.clone()),
+        cache_scope: credential
+            .map(|c| c.cache_scope.clone())
+            .unwrap_or_else(|| provider.clone()),
+        provider: provider.clone(),
+        request_id: request_id.to_owned(),
+    };
+    let mut store = Store::new(&engine.engine, state);
+    store.limiter(|s| &mut s.limiter);
+    let deadline = Instant::now() + limits.call_deadline;
+    store.set_epoch_deadline(1);
+    // Yield to tokio at every tick so a spinning adapter cannot hog a worker, and interrupt it
+    // once its wall-clock deadline has passed.
+    store.epoch_deadline_callback(move |_| {
+        Ok(if Instant::now() >= deadline {
+            UpdateDeadline::Interrupt
+        } else {
+            UpdateDeadline::Yield(1)
+        })
+    });
+
+    let call = async {
+        let instance = pre
+            .instantiate_async(&mut store)
+            .await
+            .map_err(|e| (e, true))?;
+        f(&instance, &mut store).await.map_err(|e| (e, false))
+    };
+    // The epoch only interrupts running wasm; a call parked in a host import (a slow PSP) is
+    // bounded by this timeout, which drops the fiber with the store.
+    match tokio::time::timeout(limits.call_deadline + EPOCH_SLACK, call).await {
+        Err(_) => Err(PluginFault::Deadline(limits.call_deadline)),
+        Ok(Ok(value)) => Ok(value),
+        Ok(Err((error, instantiating))) => Err(fault_of(
+            &error,
+            store.data().limiter.hit,
+            limits,
+            instantiating,
+        )),
+    }
+}
+
+const EPOCH_SLACK: Duration = Duration::from_millis(250);
+
+fn fault_of(
+    error: &wasmtime::Error,
+    memory_hit: bool,
+    limits: &super::Limits,
+    instantiating: bool,
+) -> PluginFault {
+    if memory_hit {
+        return PluginFault::MemoryLimit(limits.memory_bytes);
+    }
+    match error.downcast_ref::<wasmtime::Trap>() {
+        Some(wasmtime::Trap::Interrupt) => PluginFault::Deadline(limits.call_deadline),
+        Some(wasmtime::Trap::UnreachableCodeReached) => PluginFault::Panic,
+        Some(trap) => PluginFault::Trap(trap.to_string()),
+        None if instantiating => PluginFault::Instantiate(format!("{error:#}")),
+        None => PluginFault::Trap(format!("{error:#}")),
+    }
+}
+
+impl http::Host for CallState {
+    async fn send(&mut self, request: http::Request) -> Result<http::Response, http::HttpError> {
+        let started = Instant::now();
+        let (method, url) = (request.method, request.url.clone());
+        let result = self
+            .services
+            .http
+            .send(&self.policy, self.identity.as_deref(), request)
+            .await;
+        let outcome = match &result {
+            Ok(r) => r.status.to_string(),
+            Err(e) => format!("{e:?}"),
+        };
+        tracing::debug!(target: "adapter", provider = %self.provider, request_id = %self.request_id,
+            method = ?method, url = %url, outcome = %outcome, elapsed_ms = started.elapsed().as_millis() as u64, "psp call");
+        result
+    }
+}
+
+impl bindings::pixgw::psp::cache::Host for CallState {
+    fn get(&mut self, key: String) -> Option<String> {
+        self.services.cache.get(&self.cache_scope, &key)
+    }
+    fn set(&mut self, key: String, value: String, ttl_seconds: u32) {
+        self.services.cache.set(
+            &self.cache_scope,
+            key,
+            value,
+            Duration::from_secs(ttl_seconds.into()),
+        )
+    }
+    fn delete(&mut self, key: String) {
+        self.services.cache.delete(&self.cache_scope, &key)
+    }
+}
+
+impl bindings::pixgw::psp::crypto::Host for CallState {
+    fn hmac_sha256(&mut self, key: Vec<u8>, message: Vec<u8>) -> Vec<u8> {
+        crypto::hmac_sha256(&key, &message)
+    }
+    fn sha256(&mut self, data: Vec<u8>) -> Vec<u8> {
+        crypto::sha256(&data)
+    }
+    fn verify_rsa_sha256(
+        &mut self,
+        pem: String,
+        message: Vec<u8>,
+        signature: Vec<u8>,
+    ) -> Result<bool, String> {
+        crypto::verify_rsa_sha256(&pem, &message, &signature)
+    }
+    fn verify_ecdsa_p256_sha256(
+        &mut self,
+        pem: String,
+        message: Vec<u8>,
+        signature: Vec<u8>,
+    ) -> Result<bool, String> {
+        crypto::verify_ecdsa_p256_sha256(&pem, &message, &signature)
+    }
+    fn constant_time_eq(&mut self, a: Vec<u8>, b: Vec<u8>) -> bool {
+        crypto::constant_time_eq(&a, &b)
+    }
+}
+
+impl bindings::pixgw::psp::log::Host for CallState {
+    fn log(
+        &mut self,
+        level: bindings::pixgw::psp::log::Level,
+        message: String,
+        fields: Vec<(String, String)>,
+    ) {
+        use bindings::pixgw::psp::log::Level;
+        const MAX: usize = 4096;
+        let mut message = message;
+        message.truncate(message.floor_char_boundary(MAX));
+        let fields = fields
+            .iter()
+            .map(|(k, v)| format!("{k}={v:?}"))
+            .collect::<Vec<_>>()
+            .join(" ");
+        let (p, r) = (&*self.provider, &self.request_id);
+        match level {
+            Level::Trace => {
+                tracing::trace!(target: "adapter", provider = p, request_id = r, %fields, "{message}")
+            }
+            Level::Debug => {
+                tracing::debug!(target: "adapter", provider = p, request_id = r, %fields, "{message}")
+            }
+            Level::Info => {
+                tracing::info!(target: "adapter", provider = p, request_id = r, %fields, "{message}")
+            }
+            Level::Warn => {
+                tracing::warn!(target: "adapter", provider = p, request_id = r, %fields, "{message}")
+            }
+            Level::Error => {
+                tracing::error!(target: "adapter", provider = p, request_id = r, %fields, "{message}")
+            }
+        }
+    }
+}
+
+impl types::Host for CallState {}

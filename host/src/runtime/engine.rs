@@ -1,0 +1,164 @@
+//! The one wasmtime engine all adapters share, and how components get compiled.
+//!
+//! Component model, pooling allocator (instances come from pre-reserved slots, so a fresh store
+//! per call costs microseconds), epoch interruption driven by a ticker thread, and a linker with
+//! the `pixgw:psp` imports plus WASI reduced to nothing (no files, environment or sockets).
+//! Compiled components are cached on disk by content hash, so a restart skips Cranelift.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use sha2::{Digest, Sha256};
+use wasmtime::component::{Component, HasSelf, Linker};
+use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
+
+use super::bindings;
+use super::call::CallState;
+
+/// How often the epoch advances; deadlines are checked at this granularity.
+pub const EPOCH_TICK: Duration = Duration::from_millis(10);
+
+/// Resource limits applied to every adapter call.
+#[derive(Debug, Clone)]
+pub struct Limits {
+    /// Linear memory one instance may hold, all its memories together.
+    pub memory_bytes: usize,
+    /// Wall-clock time one call may take, PSP round trips included.
+    pub call_deadline: Duration,
+    /// Calls running at once; more wait for a slot.
+    pub max_concurrent_calls: u32,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            memory_bytes: 64 << 20,
+            call_deadline: Duration::from_secs(45),
+            max_concurrent_calls: 256,
+        }
+    }
+}
+
+pub struct AdapterEngine {
+    pub(super) engine: Engine,
+    pub(super) linker: Linker<CallState>,
+    pub(super) limits: Limits,
+    cache_dir: Option<PathBuf>,
+    ticker_stop: Arc<AtomicBool>,
+}
+
+impl AdapterEngine {
+    pub fn new(limits: Limits, cache_dir: Option<PathBuf>) -> anyhow::Result<AdapterEngine> {
+        let mut pool = PoolingAllocationConfig::default();
+        let slots = limits.max_concurrent_calls;
+        // A Rust wasm32-wasip2 component holds a handful of core instances and memories (the
+        // program and the WASI adapter); leave headroom, plus slots for manifest validation.
+        pool.total_component_instances(slots + 16)
+            .total_core_instances((slots + 16) * 8)
+            .total_memories((slots + 16) * 4)
+            .total_tables((slots + 16) * 8)
+            .total_stacks(slots + 16)
+            .max_core_instances_per_component(16)
+            .max_memories_per_component(4)
+            .max_tables_per_component(16)
+            .max_memory_size(limits.memory_bytes);
+        let mut config = Config::new();
+        config
+            .wasm_component_model(true)
+            .epoch_interruption(true)
+            .allocation_strategy(InstanceAllocationStrategy::Pooling(pool))
+            // Small reservations keep the pool's address space modest; adapters are small.
+            .memory_reservation(limits.memory_bytes as u64)
+            .memory_guard_size(64 << 10)
+            .memory_reservation_for_growth(0)
+            .max_wasm_stack(1 << 20)
+            .async_stack_size(2 << 20);
+        let engine = Engine::new(&config).map_err(|e| anyhow::anyhow!("{e}"))?;
+
+        let mut linker = Linker::<CallState>::new(&engine);
+        wasmtime_wasi::p2::add_to_linker_async(&mut linker).map_err(|e| anyhow::anyhow!("{e}"))?;
+        bindings::Adapter::add_to_linker::<CallState, HasSelf<CallState>>(&mut linker, |s| s)
+            .map_err(|e| anyhow::anyhow!("{e}"))?;
+
+        let ticker_stop = Arc::new(AtomicBool::new(false));
+        let (weak, stop) = (engine.weak(), ticker_stop.clone());
+        std::thread::Builder::new()
+            .name("pixgw-epoch".into())
+            .spawn(move || {
+                while !stop.load(Ordering::Relaxed) {
+                    std::thread::sleep(EPOCH_TICK);
+                    match weak.upgrade() {
+                        Some(engine) => engine.increment_epoch(),
+                        None => break,
+                    }
+                }
+            })?;
+
+        if let Some(dir) = &cache_dir {
+            std::fs::create_dir_all(dir)?;
+        }
+        Ok(AdapterEngine {
+            engine,
+            linker,
+            limits,
+            cache_dir,
+            ticker_stop,
+        })
+    }
+
+    /// Compiles `bytes`, or loads the artifact compiled earlier from the same bytes by this same
+    /// engine configuration. Blocking and CPU-heavy: call it off the async threads.
+    pub fn compile(&self, bytes: &[u8]) -> anyhow::Result<Component> {
+        let Some(dir) = &self.cache_dir else {
+            return Component::new(&self.engine, bytes).map_err(|e| anyhow::anyhow!("{e}"));
+        };
+        let path = dir.join(format!("{}.cwasm", self.artifact_key(bytes)));
+        // Read into memory rather than mmap the file: something truncating a mapped artifact
+        // would crash the gateway with SIGBUS.
+        if let Ok(artifact) = std::fs::read(&path) {
+            // SAFETY: the file was written by `Component::serialize` of an engine with the same
+            // compatibility hash (part of the file name), in a directory only pixgw writes;
+            // wasmtime still checks its header and version before using it.
+            match unsafe { Component::deserialize(&self.engine, &artifact) } {
+                Ok(component) => return Ok(component),
+                Err(e) => {
+                    tracing::warn!(path = %path.display(), error = %e, "discarding unusable compiled artifact")
+                }
+            }
+        }
+        let component = Component::new(&self.engine, bytes).map_err(|e| anyhow::anyhow!("{e}"))?;
+        match component.serialize() {
+            Ok(artifact) => {
+                let tmp = path.with_extension(format!("tmp{}", std::process::id()));
+                if let Err(e) =
+                    std::fs::write(&tmp, artifact).and_then(|_| std::fs::rename(&tmp, &path))
+                {
+                    tracing::warn!(path = %path.display(), error = %e, "could not cache compiled artifact");
+                }
+            }
+            Err(e) => tracing::warn!(error = %e, "could not serialize compiled artifact"),
+        }
+        Ok(component)
+    }
+
+    fn artifact_key(&self, bytes: &[u8]) -> String {
+        use std::hash::{Hash, Hasher};
+        let mut engine_hash = std::collections::hash_map::DefaultHasher::new();
+        self.engine
+            .precompile_compatibility_hash()
+            .hash(&mut engine_hash);
+        format!(
+            "{}-{:016x}",
+            hex::encode(Sha256::digest(bytes)),
+            engine_hash.finish()
+        )
+    }
+}
+
+impl Drop for AdapterEngine {
+    fn drop(&mut self) {
+        self.ticker_stop.store(true, Ordering::Relaxed);
+    }
+}

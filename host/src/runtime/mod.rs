@@ -1,0 +1,400 @@
+//! The plugin runtime: PSP adapters as sandboxed WebAssembly components.
+//!
+//! - [`engine`]: the shared wasmtime engine (pooling, epochs, limits) and the compile cache.
+//! - [`registry`]: provider id → the adapter version serving now; validation of new files.
+//! - [`watcher`]: hot reload of the plugin directory.
+//! - [`call`]: one call — a fresh store, its scope and limits, traps mapped to [`PluginFault`].
+//! - [`outbound`], [`egress`], [`cache`], [`crypto`]: the host side of the adapter's imports.
+//!
+//! [`Runtime`] ties them together; the rest of the host asks it for an adapter by provider id and
+//! calls typed methods on it. Nothing here knows any particular PSP.
+
+pub mod bindings;
+pub mod cache;
+pub mod call;
+pub mod crypto;
+pub mod egress;
+pub mod engine;
+pub mod outbound;
+pub mod registry;
+pub mod watcher;
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::SystemTime;
+
+pub use bindings::types::{
+    Charge, ChargeRequest, ChargeStatus, Environment, Error as PspError, Manifest, Payer,
+    PaymentEvent, PspError as PspErrorDetail, WebhookRequest,
+};
+pub use call::{Credential, PluginFault, PreparedCredential};
+pub use engine::Limits;
+pub use registry::{AdapterStatus, LoadError};
+
+use bindings::types::ResolvedEndpoint;
+use call::{CallState, Services};
+use engine::AdapterEngine;
+use registry::Registry;
+
+/// Operator settings of the runtime.
+#[derive(Debug, Clone, Default)]
+pub struct RuntimeConfig {
+    /// Where `<provider-id>.wasm` files live.
+    pub plugin_dir: PathBuf,
+    /// Where compiled artifacts are cached; `None` compiles on every load.
+    pub compile_cache_dir: Option<PathBuf>,
+    pub limits: Limits,
+    /// CA certificates (PEM) trusted for PSP connections beyond the public web roots.
+    pub trusted_ca_pem: Vec<String>,
+    /// Replaces an adapter endpoint's base URL, to reach a proxy or a simulator.
+    pub endpoint_overrides: Vec<EndpointOverride>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EndpointOverride {
+    pub provider: String,
+    pub endpoint: String,
+    /// `None` overrides both environments.
+    pub environment: Option<Environment>,
+    pub url: String,
+}
+
+/// Why an adapter call gave no charge: the PSP's answer, or the adapter itself failing.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum CallError {
+    #[error("{provider}: {error:?}")]
+    Psp { provider: String, error: PspError },
+    #[error("adapter {provider} (sha256 {version:.12}) failed: {fault}")]
+    Fault {
+        provider: String,
+        version: String,
+        fault: PluginFault,
+    },
+}
+
+pub struct Runtime {
+    engine: Arc<AdapterEngine>,
+    services: Arc<Services>,
+    registry: Registry,
+    config: RuntimeConfig,
+}
+
+/// One loaded version of one adapter.
+pub struct LoadedAdapter {
+    pub manifest: Manifest,
+    pub sha256: String,
+    pub path: PathBuf,
+    pub loaded_at: SystemTime,
+    pre: bindings::AdapterPre<CallState>,
+    id: Arc<str>,
+}
+
+impl Runtime {
+    pub fn new(config: RuntimeConfig) -> anyhow::Result<Arc<Runtime>> {
+        let engine = Arc::new(AdapterEngine::new(
+            config.limits.clone(),
+            config.compile_cache_dir.clone(),
+        )?);
+        let services = Arc::new(Services {
+            http: outbound::HttpClients::new(&config.trusted_ca_pem)?,
+            cache: Default::default(),
+        });
+        Ok(Arc::new(Runtime {
+            engine,
+            services,
+            registry: Registry::default(),
+            config,
+        }))
+    }
+
+    pub fn config(&self) -> &RuntimeConfig {
+        &self.config
+    }
+
+    /// The adapter serving `provider` now.
+    pub fn adapter(self: &Arc<Self>, provider: &str) -> Option<Adapter> {
+        Some(Adapter {
+            loaded: self.registry.get(provider)?,
+            runtime: self.clone(),
+        })
+    }
+
+    pub fn providers(&self) -> Vec<String> {
+        self.registry.ids()
+    }
+
+    pub fn status(&self) -> Vec<AdapterStatus> {
+        self.registry.status()
+    }
+
+    /// Loads every `*.wasm` of the plugin directory; one bad file does not stop the others.
+    pub async fn load_all(self: &Arc<Self>) -> Vec<Result<String, LoadError>> {
+        let mut files: Vec<PathBuf> = match std::fs::read_dir(&self.config.plugin_dir) {
+            Ok(dir) => dir
+                .filter_map(|e| e.ok())
+                .map(|e| e.path())
+                .filter(|p| registry::expected_id(p).is_some())
+                .collect(),
+            Err(e) => {
+                tracing::warn!(dir = %self.config.plugin_dir.display(), error = %e, "plugin directory unreadable");
+                Vec::new()
+            }
+        };
+        files.sort();
+        let mut results = Vec::new();
+        for path in files {
+            results.push(self.load_file(&path).await);
+        }
+        results
+    }
+
+    /// Loads (or reloads) one plugin file and swaps it in if it validates. Returns the provider id.
+    pub async fn load_file(self: &Arc<Self>, path: &Path) -> Result<String, LoadError> {
+        let expected = registry::expected_id(path).ok_or_else(|| LoadError::Invalid {
+            path: path.into(),
+            reason: "plugin files are named <provider-id>.wasm with a lowercase id".into(),
+        })?;
+        let result = self.load_validated(path, &expected).await;
+        match &result {
+            Ok(adapter) => {
+                tracing::info!(provider = %expected, sha256 = %adapter.sha256, path = %path.display(), "adapter loaded");
+                self.registry.install(adapter.clone());
+            }
+            Err(error) => {
+                tracing::error!(provider = %expected, error = %error, "adapter rejected; the previous version keeps serving");
+                self.registry.record_failure(&expected, error);
+            }
+        }
+        result.map(|_| expected)
+    }
+
+    /// Called when a plugin file disappears.
+    pub fn unload_file(&self, path: &Path) {
+        if let Some(id) = registry::expected_id(path) {
+            self.registry.remove(&id);
+        }
+    }
+
+    async fn load_validated(
+        self: &Arc<Self>,
+        path: &Path,
+        expected: &str,
+    ) -> Result<Arc<LoadedAdapter>, LoadError> {
+        let bytes = std::fs::read(path).map_err(|source| LoadError::Read {
+            path: path.into(),
+            source,
+        })?;
+        let invalid = |reason: String| LoadError::Invalid {
+            path: path.into(),
+            reason,
+        };
+        let engine = self.engine.clone();
+        let (pre, sha256) = tokio::task::spawn_blocking(move || {
+            let sha256 = registry::sha256_hex(&bytes);
+            let component = engine.compile(&bytes).map_err(|e| format!("{e:#}"))?;
+            let instance_pre = engine
+                .linker
+                .instantiate_pre(&component)
+                .map_err(|e| format!("{e:#}"))?;
+            let pre = bindings::AdapterPre::new(instance_pre).map_err(|e| format!("{e:#}"))?;
+            Ok::<_, String>((pre, sha256))
+        })
+        .await
+        .map_err(|e| invalid(format!("compilation task failed: {e}")))?
+        .map_err(invalid)?;
+
+        let id: Arc<str> = expected.into();
+        let manifest = call::run(
+            &self.engine,
+            &self.services,
+            &pre,
+            &id,
+            None,
+            "load",
+            async |adapter, store| adapter.call_manifest(store).await,
+        )
+        .await
+        .map_err(|fault| invalid(format!("manifest() failed: {fault}")))?;
+        registry::check_manifest(path, expected, &manifest)?;
+        Ok(Arc::new(LoadedAdapter {
+            manifest,
+            sha256,
+            path: path.into(),
+            loaded_at: SystemTime::now(),
+            pre,
+            id,
+        }))
+    }
+
+    /// The adapter's endpoints for `environment`, with operator overrides applied.
+    fn resolve_endpoints(
+        &self,
+        manifest: &Manifest,
+        environment: Environment,
+    ) -> Vec<ResolvedEndpoint> {
+        let overrides: HashMap<&str, &str> = self
+            .config
+            .endpoint_overrides
+            .iter()
+            .filter(|o| o.provider == manifest.id && o.environment.is_none_or(|e| e == environment))
+            .map(|o| (o.endpoint.as_str(), o.url.as_str()))
+            .collect();
+        manifest
+            .endpoints
+            .iter()
+            .map(|e| {
+                let default = match environment {
+                    Environment::Test => &e.test_url,
+                    Environment::Live => &e.live_url,
+                };
+                let url = overrides.get(e.name.as_str()).copied().unwrap_or(default);
+                ResolvedEndpoint {
+                    name: e.name.clone(),
+                    url: url.trim_end_matches('/').to_owned(),
+                }
+            })
+            .collect()
+    }
+}
+
+/// A handle on the adapter version serving a provider at the time it was taken.
+#[derive(Clone)]
+pub struct Adapter {
+    loaded: Arc<LoadedAdapter>,
+    runtime: Arc<Runtime>,
+}
+
+impl Adapter {
+    pub fn manifest(&self) -> &Manifest {
+        &self.loaded.manifest
+    }
+
+    /// SHA-256 of the component serving this handle.
+    pub fn version(&self) -> &str {
+        &self.loaded.sha256
+    }
+
+    /// Binds a credential to this adapter version. Cheap to keep and reuse across calls.
+    pub fn prepare(&self, credential: &Credential) -> PreparedCredential {
+        let endpoints = self
+            .runtime
+            .resolve_endpoints(&self.loaded.manifest, credential.environment);
+        PreparedCredential::new(&self.loaded.manifest, endpoints, credential)
+    }
+
+    pub async fn create_charge(
+        &self,
+        cred: &PreparedCredential,
+        request_id: &str,
+        request: &ChargeRequest,
+    ) -> Result<Charge, CallError> {
+        let ctx = cred.context(request_id);
+        self.call(cred, request_id, async |a, s| {
+            a.call_create_charge(s, &ctx, request).await
+        })
+        .await
+    }
+
+    pub async fn query_charge(
+        &self,
+        cred: &PreparedCredential,
+        request_id: &str,
+        reference: &str,
+        psp_id: Option<&str>,
+    ) -> Result<Charge, CallError> {
+        let ctx = cred.context(request_id);
+        self.call(cred, request_id, async |a, s| {
+            a.call_query_charge(s, &ctx, reference, psp_id).await
+        })
+        .await
+    }
+
+    pub async fn cancel_charge(
+        &self,
+        cred: &PreparedCredential,
+        request_id: &str,
+        reference: &str,
+        psp_id: Option<&str>,
+    ) -> Result<Charge, CallError> {
+        let ctx = cred.context(request_id);
+        self.call(cred, request_id, async |a, s| {
+            a.call_cancel_charge(s, &ctx, reference, psp_id).await
+        })
+        .await
+    }
+
+    pub async fn parse_webhook(
+        &self,
+        cred: &PreparedCredential,
+        request_id: &str,
+        request: &WebhookRequest,
+    ) -> Result<Vec<PaymentEvent>, CallError> {
+        let ctx = cred.context(request_id);
+        self.call(cred, request_id, async |a, s| {
+            a.call_parse_webhook(s, &ctx, request).await
+        })
+        .await
+    }
+
+    pub async fn register_webhook(
+        &self,
+        cred: &PreparedCredential,
+        request_id: &str,
+    ) -> Result<(), CallError> {
+        let ctx = cred.context(request_id);
+        self.call(cred, request_id, async |a, s| {
+            a.call_register_webhook(s, &ctx).await
+        })
+        .await
+    }
+
+    pub async fn check_credentials(
+        &self,
+        cred: &PreparedCredential,
+        request_id: &str,
+    ) -> Result<(), CallError> {
+        let ctx = cred.context(request_id);
+        self.call(cred, request_id, async |a, s| {
+            a.call_check_credentials(s, &ctx).await
+        })
+        .await
+    }
+
+    async fn call<R>(
+        &self,
+        cred: &PreparedCredential,
+        request_id: &str,
+        f: impl AsyncFnOnce(
+            &bindings::Adapter,
+            &mut wasmtime::Store<CallState>,
+        ) -> wasmtime::Result<Result<R, PspError>>,
+    ) -> Result<R, CallError> {
+        let rt = &self.runtime;
+        let outcome = call::run(
+            &rt.engine,
+            &rt.services,
+            &self.loaded.pre,
+            &self.loaded.id,
+            Some(cred),
+            request_id,
+            f,
+        )
+        .await;
+        match outcome {
+            Ok(Ok(value)) => Ok(value),
+            Ok(Err(error)) => Err(CallError::Psp {
+                provider: self.loaded.manifest.id.clone(),
+                error,
+            }),
+            Err(fault) => {
+                tracing::error!(provider = %self.loaded.id, version = %self.loaded.sha256, request_id, %fault, "adapter fault");
+                Err(CallError::Fault {
+                    provider: self.loaded.manifest.id.clone(),
+                    version: self.loaded.sha256.clone(),
+                    fault,
+                })
+            }
+        }
+    }
+}

@@ -1,0 +1,176 @@
+//! Provider id → the adapter version currently serving it, swapped atomically.
+//!
+//! Loading validates before anything serves: the file compiles, instantiates, answers
+//! `manifest()`, speaks WIT major version 1, and calls itself by the id its file name promises.
+//! A file that fails keeps the previous version serving; the failure is logged and kept for the
+//! status view. Calls hold an `Arc` of the version they started on, so a swap never cuts one off.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::SystemTime;
+
+use arc_swap::ArcSwap;
+use parking_lot::Mutex;
+use sha2::{Digest, Sha256};
+
+use super::LoadedAdapter;
+use super::bindings::types::Manifest;
+
+/// The WIT major version this host implements.
+pub const WIT_MAJOR: u64 = 1;
+
+/// What the registry knows about one provider id, for operators.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct AdapterStatus {
+    pub id: String,
+    /// SHA-256 of the `.wasm` serving now, if any.
+    pub serving_sha256: Option<String>,
+    pub serving_since: Option<SystemTime>,
+    /// The most recent failure to load a new file for this id, kept until a load succeeds.
+    pub last_error: Option<String>,
+    pub last_error_at: Option<SystemTime>,
+}
+
+#[derive(Default)]
+pub struct Registry {
+    serving: ArcSwap<HashMap<String, Arc<LoadedAdapter>>>,
+    status: Mutex<BTreeMap<String, AdapterStatus>>,
+    /// Serialises swaps so two reloads of different files cannot lose each other's update.
+    swap_lock: Mutex<()>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    #[error("cannot read {path}: {source}")]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{path} is not a valid adapter component: {reason}")]
+    Invalid { path: PathBuf, reason: String },
+    #[error("{path} declares WIT version {found}; this host speaks {WIT_MAJOR}.x")]
+    WitVersion { path: PathBuf, found: String },
+    #[error("{path} declares provider id {found:?} but its file name says {expected:?}")]
+    IdMismatch {
+        path: PathBuf,
+        expected: String,
+        found: String,
+    },
+}
+
+/// The provider id a plugin file must declare: its file stem (`efi.wasm` → `efi`).
+pub fn expected_id(path: &Path) -> Option<String> {
+    (path.extension()? == "wasm").then_some(())?;
+    let stem = path.file_stem()?.to_str()?;
+    let valid = !stem.is_empty()
+        && stem
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'_');
+    valid.then(|| stem.to_owned())
+}
+
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    hex::encode(Sha256::digest(bytes))
+}
+
+/// Checks what `manifest()` returned against what the host and the file name expect.
+pub fn check_manifest(path: &Path, expected: &str, manifest: &Manifest) -> Result<(), LoadError> {
+    let major = manifest
+        .wit_version
+        .split('.')
+        .next()
+        .and_then(|m| m.parse::<u64>().ok());
+    if major != Some(WIT_MAJOR) {
+        return Err(LoadError::WitVersion {
+            path: path.into(),
+            found: manifest.wit_version.clone(),
+        });
+    }
+    if manifest.id != expected {
+        return Err(LoadError::IdMismatch {
+            path: path.into(),
+            expected: expected.into(),
+            found: manifest.id.clone(),
+        });
+    }
+    Ok(())
+}
+
+impl Registry {
+    pub fn get(&self, id: &str) -> Option<Arc<LoadedAdapter>> {
+        self.serving.load().get(id).cloned()
+    }
+
+    pub fn ids(&self) -> Vec<String> {
+        let mut ids: Vec<_> = self.serving.load().keys().cloned().collect();
+        ids.sort();
+        ids
+    }
+
+    pub fn status(&self) -> Vec<AdapterStatus> {
+        self.status.lock().values().cloned().collect()
+    }
+
+    pub(super) fn install(&self, adapter: Arc<LoadedAdapter>) {
+        let _guard = self.swap_lock.lock();
+        let id = adapter.manifest.id.clone();
+        let mut next = HashMap::clone(&self.serving.load());
+        let status = AdapterStatus {
+            id: id.clone(),
+            serving_sha256: Some(adapter.sha256.clone()),
+            serving_since: Some(SystemTime::now()),
+            last_error: None,
+            last_error_at: None,
+        };
+        next.insert(id.clone(), adapter);
+        self.serving.store(Arc::new(next));
+        self.status.lock().insert(id, status);
+    }
+
+    pub(super) fn remove(&self, id: &str) {
+        let _guard = self.swap_lock.lock();
+        let mut next = HashMap::clone(&self.serving.load());
+        if next.remove(id).is_some() {
+            self.serving.store(Arc::new(next));
+            tracing::info!(provider = id, "adapter unloaded: its file was removed");
+        }
+        self.status.lock().remove(id);
+    }
+
+    pub(super) fn record_failure(&self, id: &str, error: &LoadError) {
+        let mut status = self.status.lock();
+        let entry = status
+            .entry(id.to_owned())
+            .or_insert_with(|| AdapterStatus {
+                id: id.to_owned(),
+                serving_sha256: None,
+                serving_since: None,
+                last_error: None,
+                last_error_at: None,
+            });
+        entry.last_error = Some(error.to_string());
+        entry.last_error_at = Some(SystemTime::now());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn expected_id_comes_from_the_file_stem() {
+        assert_eq!(
+            expected_id(Path::new("/p/efi.wasm")).as_deref(),
+            Some("efi")
+        );
+        assert_eq!(
+            expected_id(Path::new("/p/mercadopago.wasm")).as_deref(),
+            Some("mercadopago")
+        );
+        assert_eq!(expected_id(Path::new("/p/efi.wasm.tmp")), None);
+        assert_eq!(expected_id(Path::new("/p/Efi.wasm")), None);
+        assert_eq!(expected_id(Path::new("/p/.wasm")), None);
+        assert_eq!(expected_id(Path::new("/p/readme.txt")), None);
+    }
+}

@@ -1,0 +1,524 @@
+//! The central bank's Pix API (bacen/pix-api v2), written once.
+//!
+//! Seven PSPs speak it; a [`CentralBankPsp`] holds the only things that differ between them
+//! (endpoint names, token path and body, client authentication, scopes, path prefix, extra
+//! headers and query parameters, accepted create statuses, status spellings). Its methods are
+//! the operations: [`create`](CentralBankPsp::create) (`PUT {prefix}/cob/{txid}`),
+//! [`query`](CentralBankPsp::query) (`GET`), [`cancel`](CentralBankPsp::cancel) (`PATCH`),
+//! [`register_webhook`](CentralBankPsp::register_webhook) (`PUT {prefix}/webhook/{chave}`),
+//! [`parse_webhook`] and [`check_credentials`](CentralBankPsp::check_credentials) (obtain a
+//! token). [`call`](CentralBankPsp::call) sends any other authorised request the same way, for
+//! a PSP's extras.
+//!
+//! Every call uses an OAuth token ([`crate::oauth`]); error answers are read with
+//! [`error::describe_body`] and classified with [`error::from_status`].
+
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use crate::context::Context;
+use crate::error::{self, Error, Op};
+use crate::host::Host;
+use crate::http::{Method, Request, Response, percent_encode};
+use crate::money;
+use crate::oauth::{BodyEncoding, ClientAuth, TokenSource};
+use crate::types::{Charge, ChargeRequest, ChargeStatus, Payment, PaymentEvent, WebhookRequest};
+
+/// The scopes of the charge, Pix and webhook operations, for PSPs that want them named.
+pub const SCOPES: &str = "cob.write cob.read pix.read webhook.write webhook.read";
+
+/// Where the value of an extra header or query parameter comes from.
+#[derive(Clone, Copy, Debug)]
+pub enum Source {
+    Fixed(&'static str),
+    /// A credential field; missing → `rejected` naming it.
+    Field(&'static str),
+    /// A credential field; missing → the header or parameter is left out.
+    OptionalField(&'static str),
+    /// The host's request id (correlation headers).
+    RequestId,
+}
+
+/// One PSP's facts. Start from [`CentralBankPsp::STANDARD`] and state the differences.
+#[derive(Clone, Copy, Debug)]
+pub struct CentralBankPsp {
+    /// Endpoint (by manifest name) of the Pix API.
+    pub api_endpoint: &'static str,
+    /// Endpoint of the token server (the API's own, unless the token host differs).
+    pub token_endpoint: &'static str,
+    pub token_path: &'static str,
+    /// Query parameters of the token request.
+    pub token_query: &'static [(&'static str, &'static str)],
+    pub token_body: BodyEncoding,
+    pub client_auth: ClientAuth,
+    /// `grant_type=client_credentials` in the token body (else put it in `token_query`).
+    pub grant_type_in_body: bool,
+    /// Scopes named in the token request, e.g. [`SCOPES`].
+    pub scopes: Option<&'static str>,
+    /// Prefix of every API path, e.g. `/v2` or `/pix/v2` (no trailing slash).
+    pub path_prefix: &'static str,
+    /// Query parameters on every API call (not the token call).
+    pub query: &'static [(&'static str, Source)],
+    /// Headers on every API call.
+    pub headers: &'static [(&'static str, Source)],
+    /// Statuses meaning "created"; another 2xx is ambiguous.
+    pub create_statuses: &'static [u16],
+    /// The PSP's spelling → the standard one, e.g. `REMOVIDO_PELO_PSP` → `REMOVIDA_PELO_PSP`.
+    pub status_aliases: &'static [(&'static str, &'static str)],
+    /// Error codes by which the PSP says a charge with this txid exists already (besides a 409).
+    pub duplicate_txid_codes: &'static [&'static str],
+    /// Extra headers of the webhook registration.
+    pub webhook_headers: &'static [(&'static str, Source)],
+    /// Present the client certificate on every call, token included.
+    pub mtls: bool,
+    pub timeout_ms: Option<u32>,
+    /// Credential field names.
+    pub client_id_field: &'static str,
+    pub client_secret_field: &'static str,
+    pub pix_key_field: &'static str,
+}
+
+impl CentralBankPsp {
+    /// The standard: endpoint `api` for everything, `/oauth/token` with a form body and Basic
+    /// auth, no scopes, paths under `/v2`, create answers 200 or 201, mTLS, credential fields
+    /// `client-id`, `client-secret` and `pix-key`.
+    pub const STANDARD: CentralBankPsp = CentralBankPsp {
+        api_endpoint: "api",
+        token_endpoint: "api",
+        token_path: "/oauth/token",
+        token_query: &[],
+        token_body: BodyEncoding::Form,
+        client_auth: ClientAuth::Basic,
+        grant_type_in_body: true,
+        scopes: None,
+        path_prefix: "/v2",
+        query: &[],
+        headers: &[],
+        create_statuses: &[200, 201],
+        status_aliases: &[],
+        duplicate_txid_codes: &[],
+        webhook_headers: &[],
+        mtls: true,
+        timeout_ms: None,
+        client_id_field: "client-id",
+        client_secret_field: "client-secret",
+        pix_key_field: "pix-key",
+    };
+
+    /// The OAuth token source for this credential.
+    pub fn token_source(&self, ctx: &Context) -> Result<TokenSource, Error> {
+        Ok(TokenSource {
+            url: format!("{}{}", ctx.endpoint(self.token_endpoint)?, self.token_path),
+            client_id: ctx.field(self.client_id_field)?.to_owned(),
+            client_secret: ctx.field(self.client_secret_field)?.to_owned(),
+            encoding: self.token_body,
+            client_auth: self.client_auth,
+            grant_type_in_body: self.grant_type_in_body,
+            scope: self.scopes.map(str::to_owned),
+            query: self
+                .token_query
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+            mtls: self.mtls,
+            timeout_ms: self.timeout_ms,
+        })
+    }
+
+    /// An API request to `{api}{prefix}{path}` with the PSP's query parameters and headers
+    /// (no token yet).
+    pub fn request(&self, ctx: &Context, method: Method, path: &str) -> Result<Request, Error> {
+        let url = format!(
+            "{}{}{}",
+            ctx.endpoint(self.api_endpoint)?,
+            self.path_prefix,
+            path
+        );
+        let mut request = Request::new(method, url)
+            .mtls(self.mtls)
+            .timeout_ms(self.timeout_ms);
+        for (name, source) in self.query {
+            if let Some(value) = resolve(ctx, *source)? {
+                request = request.query(name, &value);
+            }
+        }
+        for (name, source) in self.headers {
+            if let Some(value) = resolve(ctx, *source)? {
+                request = request.header(name, value);
+            }
+        }
+        Ok(request)
+    }
+
+    /// Sends an API request with a token; a non-2xx answer becomes an error classified by `op`.
+    pub fn send(
+        &self,
+        host: &dyn Host,
+        ctx: &Context,
+        op: Op,
+        request: Request,
+    ) -> Result<Response, Error> {
+        let response = self.token_source(ctx)?.send(host, op, request)?;
+        if !response.is_success() {
+            return Err(error::from_status(
+                op,
+                response.status,
+                error::describe_body(response.status, &response.body),
+            ));
+        }
+        Ok(response)
+    }
+
+    /// [`request`](Self::request) then [`send`](Self::send), with an optional JSON body.
+    pub fn call(
+        &self,
+        host: &dyn Host,
+        ctx: &Context,
+        op: Op,
+        method: Method,
+        path: &str,
+        body: Option<&Value>,
+    ) -> Result<Response, Error> {
+        let mut request = self.request(ctx, method, path)?;
+        if let Some(body) = body {
+            request = request.json(body);
+        }
+        self.send(host, ctx, op, request)
+    }
+
+    /// The `CobSolicitada` for a charge request.
+    pub fn cob_body(&self, ctx: &Context, charge: &ChargeRequest) -> Result<Value, Error> {
+        let mut body = json!({
+            "calendario": {"expiracao": charge.expires_in},
+            "valor": {"original": money::decimal_string(charge.amount)},
+            "chave": ctx.field(self.pix_key_field)?,
+        });
+        // `devedor` needs both a document and a name; with only one of them, leave it out.
+        if let (Some(document), Some(name)) = (&charge.payer.document, &charge.payer.name) {
+            let kind = if document.len() == 11 { "cpf" } else { "cnpj" };
+            body["devedor"] = json!({kind: document, "nome": name});
+        }
+        if let Some(description) = charge.description.as_deref().filter(|d| !d.is_empty()) {
+            body["solicitacaoPagador"] = json!(description.chars().take(140).collect::<String>());
+        }
+        Ok(body)
+    }
+
+    /// `PUT {prefix}/cob/{txid}`, txid = the reference, answered as a [`Cob`].
+    ///
+    /// A 409, or an error code listed in `duplicate_txid_codes`, means a charge with this txid
+    /// exists already (a repeated create): it is fetched and returned when its amount is the one
+    /// asked for, since the txid is the gateway's own reference.
+    pub fn create_cob(
+        &self,
+        host: &dyn Host,
+        ctx: &Context,
+        charge: &ChargeRequest,
+    ) -> Result<Cob, Error> {
+        let body = self.cob_body(ctx, charge)?;
+        let request = self
+            .request(ctx, Method::Put, &cob_path(&charge.reference))?
+            .json(&body);
+        let response = self.token_source(ctx)?.send(host, Op::Create, request)?;
+        if !response.is_success() {
+            let described = error::describe_body(response.status, &response.body);
+            let duplicate = response.status == 409
+                || described
+                    .code
+                    .as_deref()
+                    .is_some_and(|c| self.duplicate_txid_codes.contains(&c));
+            if duplicate {
+                let conflict = error::from_status(Op::Create, response.status, described);
+                let amount = money::decimal_string(charge.amount);
+                return match self.query_cob(host, ctx, &charge.reference) {
+                    Ok(cob) if cob.valor.original == amount => Ok(cob),
+                    _ => Err(conflict),
+                };
+            }
+        }
+        if !response.is_success() {
+            return Err(error::from_status(
+                Op::Create,
+                response.status,
+                error::describe_body(response.status, &response.body),
+            ));
+        }
+        if !self.create_statuses.contains(&response.status) {
+            return Err(error::undecodable(
+                Op::Create,
+                response.status,
+                format!("unexpected HTTP {} to a create", response.status),
+            ));
+        }
+        response
+            .json()
+            .map_err(|e| error::undecodable(Op::Create, response.status, e))
+    }
+
+    /// `GET {prefix}/cob/{txid}`.
+    pub fn query_cob(&self, host: &dyn Host, ctx: &Context, txid: &str) -> Result<Cob, Error> {
+        let response = self.call(host, ctx, Op::Read, Method::Get, &cob_path(txid), None)?;
+        response
+            .json()
+            .map_err(|e| error::undecodable(Op::Read, response.status, e))
+    }
+
+    pub fn create(
+        &self,
+        host: &dyn Host,
+        ctx: &Context,
+        charge: &ChargeRequest,
+    ) -> Result<Charge, Error> {
+        self.create_detailed(host, ctx, charge)
+            .map(|(charge, _)| charge)
+    }
+
+    /// [`create`](Self::create), also returning the PSP's `CobGerada` for adapters that read
+    /// more of it (Efí fetches the QR image of `loc.id`).
+    pub fn create_detailed(
+        &self,
+        host: &dyn Host,
+        ctx: &Context,
+        charge: &ChargeRequest,
+    ) -> Result<(Charge, Cob), Error> {
+        let cob = self.create_cob(host, ctx, charge)?;
+        let mapped = self
+            .charge(&cob, &charge.reference)
+            .map_err(|e| error::undecodable(Op::Create, 201, e))?;
+        Ok((mapped, cob))
+    }
+
+    /// By txid: the PSP's id when known, else the reference (they are the same here).
+    pub fn query(
+        &self,
+        host: &dyn Host,
+        ctx: &Context,
+        reference: &str,
+        psp_id: Option<&str>,
+    ) -> Result<Charge, Error> {
+        let cob = self.query_cob(host, ctx, psp_id.unwrap_or(reference))?;
+        self.charge(&cob, reference)
+            .map_err(|e| error::undecodable(Op::Read, 200, e))
+    }
+
+    /// `PATCH {prefix}/cob/{txid}` `{"status":"REMOVIDA_PELO_USUARIO_RECEBEDOR"}`.
+    pub fn cancel(
+        &self,
+        host: &dyn Host,
+        ctx: &Context,
+        reference: &str,
+        psp_id: Option<&str>,
+    ) -> Result<Charge, Error> {
+        let body = json!({"status": "REMOVIDA_PELO_USUARIO_RECEBEDOR"});
+        let path = cob_path(psp_id.unwrap_or(reference));
+        let response = self.call(host, ctx, Op::Change, Method::Patch, &path, Some(&body))?;
+        let cob: Cob = response
+            .json()
+            .map_err(|e| error::undecodable(Op::Change, response.status, e))?;
+        self.charge(&cob, reference)
+            .map_err(|e| error::undecodable(Op::Change, response.status, e))
+    }
+
+    /// `PUT {prefix}/webhook/{chave}` `{"webhookUrl": ctx.webhook_url}`.
+    pub fn register_webhook(&self, host: &dyn Host, ctx: &Context) -> Result<(), Error> {
+        let path = format!(
+            "/webhook/{}",
+            percent_encode(ctx.field(self.pix_key_field)?)
+        );
+        let mut request = self
+            .request(ctx, Method::Put, &path)?
+            .json(&json!({"webhookUrl": ctx.webhook_url()?}));
+        for (name, source) in self.webhook_headers {
+            if let Some(value) = resolve(ctx, *source)? {
+                request = request.header(name, value);
+            }
+        }
+        self.send(host, ctx, Op::Change, request).map(drop)
+    }
+
+    /// Proves the credential by obtaining a fresh token (certificate, id and secret together).
+    pub fn check_credentials(&self, host: &dyn Host, ctx: &Context) -> Result<(), Error> {
+        self.token_source(ctx)?.fetch(host).map(drop)
+    }
+
+    /// Maps a `CobGerada` / `CobCompleta` to the WIT charge.
+    pub fn charge(&self, cob: &Cob, reference: &str) -> Result<Charge, String> {
+        let status = self.status(&cob.status)?;
+        let amount = money::parse_decimal(&cob.valor.original)
+            .map_err(|e| format!("valor.original: {e}"))?;
+        let expires_at = match (
+            &cob.calendario.criacao,
+            cob.calendario.expiracao.as_ref().and_then(lenient_u64),
+        ) {
+            (Some(created), Some(seconds)) => {
+                crate::time::add_seconds(created, seconds as i64).ok()
+            }
+            _ => None,
+        };
+        let payment = match cob.pix.first() {
+            Some(pix) => Some(pix.payment()?),
+            None => None,
+        };
+        Ok(Charge {
+            reference: reference.to_owned(),
+            psp_id: cob.txid.clone(),
+            status,
+            amount,
+            copy_paste: cob.pix_copia_e_cola.clone().filter(|c| !c.is_empty()),
+            qr_png_base64: None,
+            expires_at,
+            payment,
+        })
+    }
+
+    /// A `status` of the standard (after this PSP's aliases) as a WIT status.
+    pub fn status(&self, status: &str) -> Result<ChargeStatus, String> {
+        let standard = self
+            .status_aliases
+            .iter()
+            .find(|(alias, _)| *alias == status)
+            .map_or(status, |(_, s)| s);
+        match standard {
+            "ATIVA" => Ok(ChargeStatus::Pending),
+            "CONCLUIDA" => Ok(ChargeStatus::Paid),
+            "REMOVIDA_PELO_USUARIO_RECEBEDOR" | "REMOVIDA_PELO_PSP" => Ok(ChargeStatus::Canceled),
+            other => Err(format!("unknown charge status {other:?}")),
+        }
+    }
+}
+
+/// A notification body: `{"pix":[…]}` or a bare array (Inter) → one `paid` event per Pix that
+/// carries a txid (Pix without one did not pay a charge of ours). An empty body or an object
+/// without `pix` (a PSP's test ping) gives no events.
+pub fn parse_webhook(request: &WebhookRequest) -> Result<Vec<PaymentEvent>, Error> {
+    if request.body.iter().all(u8::is_ascii_whitespace) {
+        return Ok(Vec::new());
+    }
+    let value: Value = serde_json::from_slice(&request.body)
+        .map_err(|e| Error::invalid_webhook(format!("the notification is not JSON: {e}")))?;
+    let list = match value {
+        Value::Array(list) => list,
+        Value::Object(mut object) => match object.remove("pix") {
+            Some(Value::Array(list)) => list,
+            Some(_) => return Err(Error::invalid_webhook("`pix` is not a list")),
+            None => Vec::new(),
+        },
+        _ => {
+            return Err(Error::invalid_webhook(
+                "the notification is neither an object nor a list",
+            ));
+        }
+    };
+    let mut events = Vec::new();
+    for item in list {
+        let pix: Pix = serde_json::from_value(item)
+            .map_err(|e| Error::invalid_webhook(format!("a Pix in the notification: {e}")))?;
+        let Some(txid) = pix.txid.clone().filter(|t| !t.is_empty()) else {
+            continue;
+        };
+        let payment = pix.payment().map_err(Error::invalid_webhook)?;
+        events.push(PaymentEvent {
+            reference: Some(txid.clone()),
+            psp_id: Some(txid),
+            status: ChargeStatus::Paid,
+            payment: Some(payment),
+        });
+    }
+    Ok(events)
+}
+
+/// `CobGerada` / `CobCompleta`: the fields the gateway reads.
+#[derive(Clone, Debug, Deserialize)]
+pub struct Cob {
+    pub txid: String,
+    pub status: String,
+    #[serde(default)]
+    pub calendario: Calendario,
+    pub valor: Valor,
+    #[serde(default, rename = "pixCopiaECola")]
+    pub pix_copia_e_cola: Option<String>,
+    #[serde(default)]
+    pub loc: Option<Loc>,
+    #[serde(default)]
+    pub location: Option<String>,
+    #[serde(default)]
+    pub pix: Vec<Pix>,
+}
+
+impl Cob {
+    /// `loc.id` as text (it is a number at most PSPs).
+    pub fn loc_id(&self) -> Option<String> {
+        match self.loc.as_ref()?.id.as_ref()? {
+            Value::Number(n) => Some(n.to_string()),
+            Value::String(s) if !s.is_empty() => Some(s.clone()),
+            _ => None,
+        }
+    }
+}
+
+#[derive(Clone, Debug, Default, Deserialize)]
+pub struct Calendario {
+    #[serde(default)]
+    pub criacao: Option<String>,
+    /// Seconds; a number, or a numeric string at lenient PSPs.
+    #[serde(default)]
+    pub expiracao: Option<Value>,
+}
+
+#[derive(Clone, Debug, Deserialize)]
+pub struct Valor {
+    pub original: String,
+}
+
+#[derive(Clone, Debug, Deserialize)]
+pub struct Loc {
+    #[serde(default)]
+    pub id: Option<Value>,
+    #[serde(default)]
+    pub location: Option<String>,
+}
+
+/// A received Pix, in `CobCompleta.pix[]` and in notifications.
+#[derive(Clone, Debug, Deserialize)]
+pub struct Pix {
+    #[serde(default, rename = "endToEndId")]
+    pub end_to_end_id: Option<String>,
+    #[serde(default)]
+    pub txid: Option<String>,
+    pub valor: String,
+    pub horario: String,
+}
+
+impl Pix {
+    pub fn payment(&self) -> Result<Payment, String> {
+        Ok(Payment {
+            end_to_end_id: self.end_to_end_id.clone().filter(|e| !e.is_empty()),
+            amount: money::parse_decimal(&self.valor).map_err(|e| format!("pix.valor: {e}"))?,
+            paid_at: self.horario.clone(),
+        })
+    }
+}
+
+fn cob_path(txid: &str) -> String {
+    format!("/cob/{}", percent_encode(txid))
+}
+
+fn resolve(ctx: &Context, source: Source) -> Result<Option<String>, Error> {
+    Ok(match source {
+        Source::Fixed(value) => Some(value.to_owned()),
+        Source::Field(name) => Some(ctx.field(name)?.to_owned()),
+        Source::OptionalField(name) => ctx.optional_field(name).map(str::to_owned),
+        Source::RequestId => Some(ctx.request_id.clone()),
+    })
+}
+
+fn lenient_u64(value: &Value) -> Option<u64> {
+    match value {
+        Value::Number(n) => n.as_u64(),
+        Value::String(s) => s.parse().ok(),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests;

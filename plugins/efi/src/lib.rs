@@ -1,0 +1,157 @@
+//! Efí Bank: the central-bank Pix API over mTLS, plus Efí's QR image endpoint.
+
+use pixgw_plugin_sdk::prelude::*;
+use serde::Deserialize;
+
+/// Efí's facts (PSPS.md): JSON token body with Basic auth, paths under `/v2`, mTLS everywhere,
+/// and a header that lets the webhook URL be served without mTLS.
+const EFI: CentralBankPsp = CentralBankPsp {
+    api_endpoint: "api",
+    token_endpoint: "api",
+    token_path: "/oauth/token",
+    token_body: BodyEncoding::Json,
+    client_auth: ClientAuth::Basic,
+    scopes: None,
+    path_prefix: "/v2",
+    duplicate_txid_codes: &["txid_duplicado"],
+    webhook_headers: &[("x-skip-mtls-checking", Source::Fixed("true"))],
+    mtls: true,
+    ..CentralBankPsp::STANDARD
+};
+
+struct Efi;
+
+impl Adapter for Efi {
+    fn manifest() -> Manifest {
+        Manifest {
+            id: "efi",
+            display_name: "Efí Bank",
+            kind: "bank (central-bank Pix API)",
+            credential_fields: vec![
+                CredentialField::text("client-id", "Client ID")
+                    .help("In Efí's dashboard: API > Applications > your application > Client_Id."),
+                CredentialField::secret("client-secret", "Client Secret")
+                    .help("Shown next to the Client_Id of the same application."),
+                CredentialField::text("pix-key", "Pix key")
+                    .help("A Pix key of the Efí account that receives the payments."),
+                CredentialField::client_identity("certificate", "Certificate (PEM)").help(
+                    "The application's .p12 converted to one PEM with the certificate and private key: \
+                     openssl pkcs12 -in cert.p12 -out cert.pem -nodes -password pass:",
+                ),
+            ],
+            required_payer_fields: vec![],
+            endpoints: vec![Endpoint::new(
+                "api",
+                "https://pix-h.api.efipay.com.br",
+                "https://pix.api.efipay.com.br",
+            )],
+            webhook_auth: WebhookAuth::UrlToken,
+            capabilities: Capabilities::CANCEL_CHARGE
+                | Capabilities::REGISTER_WEBHOOK
+                | Capabilities::CHECK_CREDENTIALS,
+        }
+    }
+
+    fn create(host: &dyn Host, ctx: &Context, request: &ChargeRequest) -> Result<Charge, Error> {
+        let (mut charge, cob) = EFI.create_detailed(host, ctx, request)?;
+        charge.qr_png_base64 = cob.loc_id().and_then(|id| qr_image(host, ctx, &id));
+        Ok(charge)
+    }
+
+    fn query(
+        host: &dyn Host,
+        ctx: &Context,
+        reference: &str,
+        psp_id: Option<&str>,
+    ) -> Result<Charge, Error> {
+        EFI.query(host, ctx, reference, psp_id)
+    }
+
+    fn parse_webhook(
+        _: &dyn Host,
+        _: &Context,
+        request: &WebhookRequest,
+    ) -> Result<Vec<PaymentEvent>, Error> {
+        central_bank::parse_webhook(request)
+    }
+
+    fn cancel(
+        host: &dyn Host,
+        ctx: &Context,
+        reference: &str,
+        psp_id: Option<&str>,
+    ) -> Result<Charge, Error> {
+        EFI.cancel(host, ctx, reference, psp_id)
+    }
+
+    fn register_webhook(host: &dyn Host, ctx: &Context) -> Result<(), Error> {
+        EFI.register_webhook(host, ctx)
+    }
+
+    fn check_credentials(host: &dyn Host, ctx: &Context) -> Result<(), Error> {
+        EFI.check_credentials(host, ctx)
+    }
+}
+
+/// `GET /v2/loc/{id}/qrcode` → `{qrcode, imagemQrcode: "data:image/png;base64,…"}`.
+/// Best effort: the charge exists already, and without an image the host renders one.
+fn qr_image(host: &dyn Host, ctx: &Context, loc_id: &str) -> Option<String> {
+    #[derive(Deserialize)]
+    struct QrCode {
+        #[serde(rename = "imagemQrcode")]
+        imagem_qrcode: String,
+    }
+    let response = EFI
+        .call(
+            host,
+            ctx,
+            Op::Read,
+            Method::Get,
+            &format!("/loc/{loc_id}/qrcode"),
+            None,
+        )
+        .ok()?;
+    let qr: QrCode = response.json().ok()?;
+    let (_, base64) = qr.imagem_qrcode.split_once(";base64,")?;
+    Some(base64.to_owned())
+}
+
+export!(Efi);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pixgw_plugin_sdk::host::fake::FakeHost;
+
+    #[test]
+    fn create_adds_efis_qr_image() {
+        let ctx = Context::new(Environment::Test)
+            .with_field("client-id", "id")
+            .with_field("client-secret", "secret")
+            .with_field("pix-key", "key")
+            .with_endpoint("api", "https://pix-h.api.efipay.com.br");
+        let host = FakeHost::new();
+        host.reply(200, r#"{"access_token":"t","token_type":"Bearer","expires_in":3600}"#)
+            .reply(201, r#"{"txid":"abcdefghijklmnopqrstuvwxyz1","status":"ATIVA","calendario":{"criacao":"2024-01-01T00:00:00Z","expiracao":60},"loc":{"id":7},"valor":{"original":"1.00"},"pixCopiaECola":"000201"}"#)
+            .reply(200, r#"{"qrcode":"000201","imagemQrcode":"data:image/png;base64,iVBORw0KGgo="}"#);
+        let request = ChargeRequest {
+            reference: "abcdefghijklmnopqrstuvwxyz1".into(),
+            amount: 100,
+            description: None,
+            payer: Payer {
+                email: None,
+                name: None,
+                document: None,
+            },
+            expires_in: 60,
+        };
+        let charge = Efi::create(&host, &ctx, &request).unwrap();
+        assert_eq!(charge.qr_png_base64.as_deref(), Some("iVBORw0KGgo="));
+        assert_eq!(
+            host.sent()[2].url,
+            "https://pix-h.api.efipay.com.br/v2/loc/7/qrcode"
+        );
+        assert!(host.sent().iter().all(|r| r.mtls));
+        assert_eq!(Efi::manifest().into_wit().wit_version, "1.0.0");
+    }
+}

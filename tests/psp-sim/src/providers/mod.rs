@@ -1,0 +1,27 @@
+//! The simulated PSPs. Each module states one PSP's parameters; adding a PSP means adding a
+//! module and a line to [`ALL`].
+
+use std::sync::Arc;
+
+use crate::{Common, Psp};
+
+pub mod bb;
+pub mod bradesco;
+pub mod efi;
+pub mod inter;
+pub mod itau;
+pub mod santander;
+pub mod sicredi;
+
+type Build = fn(Arc<Common>) -> anyhow::Result<Arc<dyn Psp>>;
+
+/// Provider id → constructor.
+pub const ALL: &[(&str, Build)] = &[
+    ("bb", bb::build),
+    ("bradesco", bradesco::build),
+    ("efi", efi::build),
+    ("inter", inter::build),
+    ("itau", itau::build),
+    ("santander", santander::build),
+    ("sicredi", sicredi::build),
+];

@@ -1,0 +1,253 @@
+//! `cargo xtask <command>`: the project's build and test tasks, in Rust so they run wherever
+//! cargo does.
+//!
+//! - `plugins`: builds every `plugins/<id>` crate (and the test adapters under `tests/`) for
+//!   `wasm32-wasip2` and installs them as `target/plugins/<id>.wasm` (`target/test-plugins/`).
+//! - `test`: `plugins`, then every test of the workspace.
+//! - `demo`: `plugins`, then the PSP simulator and the gateway, wired together, until Ctrl-C.
+//! - `bench`: `plugins`, then the criterion benchmarks (release build).
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, bail, ensure};
+
+fn main() -> anyhow::Result<()> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let rest = args.get(1..).unwrap_or_default();
+    match args.first().map(String::as_str) {
+        Some("plugins") => plugins().map(drop),
+        Some("test") => test(rest),
+        Some("demo") => demo(),
+        Some("bench") => bench(rest),
+        _ => {
+            eprintln!("usage: cargo xtask <plugins|test|demo|bench> [args passed to cargo]");
+            std::process::exit(2);
+        }
+    }
+}
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("xtask lives in the workspace")
+        .to_owned()
+}
+
+fn target_dir() -> PathBuf {
+    std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| root().join("target"))
+}
+
+fn cargo() -> Command {
+    let mut cmd = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
+    cmd.current_dir(root());
+    cmd
+}
+
+fn run(cmd: &mut Command) -> anyhow::Result<()> {
+    eprintln!("xtask: running {cmd:?}");
+    let status: ExitStatus = cmd
+        .status()
+        .with_context(|| format!("cannot start {cmd:?}"))?;
+    ensure!(status.success(), "{cmd:?} failed with {status}");
+    Ok(())
+}
+
+/// (provider id or test adapter name, package name, install directory)
+fn adapter_crates() -> anyhow::Result<Vec<(String, String, PathBuf)>> {
+    let mut crates = Vec::new();
+    let sources = [
+        ("plugins", target_dir().join("plugins")),
+        ("tests", target_dir().join("test-plugins")),
+    ];
+    for (folder, install) in sources {
+        let mut dirs: Vec<_> = std::fs::read_dir(root().join(folder))?
+            .filter_map(|e| e.ok())
+            .map(|e| e.path())
+            .collect();
+        dirs.sort();
+        for dir in dirs {
+            let manifest = dir.join("Cargo.toml");
+            let Ok(text) = std::fs::read_to_string(&manifest) else {
+                continue;
+            };
+            if !text.contains("cdylib") {
+                continue;
+            }
+            let package = text
+                .lines()
+                .find_map(|l| {
+                    l.trim()
+                        .strip_prefix("name = ")
+                        .map(|v| v.trim_matches('"').to_owned())
+                })
+                .with_context(|| format!("{} has no package name", manifest.display()))?;
+            let name = dir.file_name().unwrap().to_string_lossy().into_owned();
+            // Test adapters are named by what they are: tests/hostile-adapter → hostile.wasm.
+            let id = name.strip_suffix("-adapter").unwrap_or(&name).to_owned();
+            crates.push((id, package, install.clone()));
+        }
+    }
+    Ok(crates)
+}
+
+fn plugins() -> anyhow::Result<Vec<PathBuf>> {
+    let crates = adapter_crates()?;
+    let mut cmd = cargo();
+    cmd.args(["build", "--target", "wasm32-wasip2", "--profile", "wasm"]);
+    for (_, package, _) in &crates {
+        cmd.args(["-p", package]);
+    }
+    run(&mut cmd)?;
+    let mut installed = Vec::new();
+    for (id, package, install) in crates {
+        let built = target_dir()
+            .join("wasm32-wasip2/wasm")
+            .join(format!("{}.wasm", package.replace('-', "_")));
+        std::fs::create_dir_all(&install)?;
+        let dest = install.join(format!("{id}.wasm"));
+        // Rename into place: a gateway watching the directory never sees a half-written file.
+        let tmp = install.join(format!(".{id}.wasm.tmp"));
+        std::fs::copy(&built, &tmp).with_context(|| format!("copying {}", built.display()))?;
+        std::fs::rename(&tmp, &dest)?;
+        eprintln!(
+            "xtask: installed {} ({} KiB)",
+            dest.display(),
+            std::fs::metadata(&dest)?.len() / 1024
+        );
+        installed.push(dest);
+    }
+    Ok(installed)
+}
+
+fn test(extra: &[String]) -> anyhow::Result<()> {
+    plugins()?;
+    run(cargo()
+        .args(["test", "--workspace", "--exclude", "pixgw-hostile-adapter"])
+        .args(extra))
+}
+
+fn bench(extra: &[String]) -> anyhow::Result<()> {
+    plugins()?;
+    run(cargo().args(["bench", "-p", "pixgw"]).args(extra))
+}
+
+/// Kills a child process when dropped, so Ctrl-C or an error leaves nothing running.
+struct Reaper(Child);
+
+impl Drop for Reaper {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn demo() -> anyhow::Result<()> {
+    plugins()?;
+    run(cargo().args(["build", "-p", "pixgw", "-p", "psp-sim"]))?;
+    let bin = target_dir().join("debug");
+    let demo_dir = target_dir().join("demo");
+    std::fs::create_dir_all(&demo_dir)?;
+    let info_file = demo_dir.join("psp-sim.json");
+    let _ = std::fs::remove_file(&info_file);
+
+    let sim_control = std::env::var("PSP_SIM_ADDR").unwrap_or_else(|_| "127.0.0.1:7070".into());
+    let _sim = Reaper(
+        Command::new(bin.join("psp-sim"))
+            .args(["--control-addr", &sim_control, "--info-file"])
+            .arg(&info_file)
+            .spawn()
+            .context("starting psp-sim")?,
+    );
+    let info = wait_for(&info_file, Duration::from_secs(30))?;
+    let info: serde_json::Value = serde_json::from_str(&info)?;
+    let ca_file = demo_dir.join("psp-sim-ca.pem");
+    std::fs::write(
+        &ca_file,
+        info["ca_pem"]
+            .as_str()
+            .context("psp-sim info lacks ca_pem")?,
+    )?;
+
+    // Point every adapter the simulator knows at the simulator.
+    let mut overrides = Vec::new();
+    for (provider, p) in info["providers"]
+        .as_object()
+        .context("psp-sim info lacks providers")?
+    {
+        for (endpoint, url) in p["endpoints"].as_object().into_iter().flatten() {
+            overrides.push(format!(
+                "{provider}.{endpoint}={}",
+                url.as_str().unwrap_or_default()
+            ));
+        }
+    }
+    let listen = std::env::var("PIXGW_LISTEN").unwrap_or_else(|_| "127.0.0.1:8080".into());
+    let _gateway = Reaper(
+        Command::new(bin.join("pixgw"))
+            .args(["serve", "--listen", &listen, "--plugin-dir"])
+            .arg(target_dir().join("plugins"))
+            .arg("--trusted-ca")
+            .arg(&ca_file)
+            .args(["--endpoint-overrides", &overrides.join(",")])
+            .spawn()
+            .context("starting pixgw")?,
+    );
+    let url = format!("http://{listen}");
+    wait_http(&format!("{url}/healthz"), Duration::from_secs(60))?;
+    let control_url = info["control_url"].as_str().unwrap_or_default();
+    std::fs::write(
+        demo_dir.join("demo.env"),
+        format!("PIXGW_URL={url}\nPSP_SIM_URL={control_url}\n"),
+    )?;
+    println!(
+        "\npixgw demo is up.\n  gateway:        {url}\n  adapters:       curl -s {url}/v1/adapters\n  PSP simulator:  {control_url}/_sim/info\n  settings:       {}\nCtrl-C stops both.",
+        demo_dir.join("demo.env").display()
+    );
+    // Ctrl-C or SIGTERM returns from here, so the reapers stop both processes.
+    let (tx, rx) = std::sync::mpsc::channel();
+    ctrlc::set_handler(move || {
+        let _ = tx.send(());
+    })?;
+    let _ = rx.recv();
+    eprintln!("xtask: stopping the demo");
+    Ok(())
+}
+
+fn wait_for(path: &Path, timeout: Duration) -> anyhow::Result<String> {
+    let start = Instant::now();
+    while start.elapsed() < timeout {
+        if let Ok(text) = std::fs::read_to_string(path) {
+            return Ok(text);
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    bail!("{} did not appear within {timeout:?}", path.display())
+}
+
+fn wait_http(url: &str, timeout: Duration) -> anyhow::Result<()> {
+    let addr = url
+        .trim_start_matches("http://")
+        .split('/')
+        .next()
+        .unwrap_or_default()
+        .to_owned();
+    let start = Instant::now();
+    while start.elapsed() < timeout {
+        if let Ok(mut stream) = std::net::TcpStream::connect(&addr) {
+            use std::io::{Read, Write};
+            let path = &url[url.find(&addr).unwrap() + addr.len()..];
+            let _ = write!(stream, "GET {path} HTTP/1.0\r\nHost: {addr}\r\n\r\n");
+            let mut reply = String::new();
+            let _ = stream.read_to_string(&mut reply);
+            if reply.starts_with("HTTP/1.1 200") || reply.starts_with("HTTP/1.0 200") {
+                return Ok(());
+            }
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    bail!("{url} did not answer 200 within {timeout:?}")
+}
