@@ -3,8 +3,19 @@
 //! - [`runtime`]: the sandboxed PSP adapters — wasmtime engine, registry with hot reload, and the
 //!   host side of the `pixgw:psp` contract (outbound HTTP, cache, crypto, log).
 //! - [`api`]: the HTTP surface, one router per module.
-//! - [`config`]: operator settings parsed into types.
+//! - [`app`]: the running gateway's shared parts; [`config`]: operator settings parsed into types.
+//! - [`domain`]: values parsed at the edge (amounts, documents, references, BR Codes, keys).
+//! - [`charges`], [`credentials`]: what the API does, without HTTP.
+//! - [`store`]: SQLite / PostgreSQL; [`vault`]: encryption of secrets at rest.
+//! - [`metrics`]: Prometheus metrics.
 
 pub mod api;
+pub mod app;
+pub mod charges;
 pub mod config;
+pub mod credentials;
+pub mod domain;
+pub mod metrics;
 pub mod runtime;
+pub mod store;
+pub mod vault;

@@ -3,7 +3,10 @@
 use std::path::PathBuf;
 
 use clap::{Parser, Subcommand};
+use pixgw::domain::{ApiKey, Environment};
 use pixgw::runtime::{Runtime, RuntimeConfig};
+use pixgw::store::Store;
+use pixgw::vault::Vault;
 
 #[derive(Parser)]
 #[command(
@@ -25,10 +28,91 @@ enum Command {
         #[command(subcommand)]
         command: PluginsCommand,
     },
+    /// Bring the database schema up to date (serve does this at start too).
+    Migrate(DatabaseArgs),
+    /// Manage merchants.
+    Merchant {
+        #[command(flatten)]
+        db: DatabaseArgs,
+        #[command(subcommand)]
+        command: MerchantCommand,
+    },
+    /// Manage merchants' API keys.
+    Key {
+        #[command(flatten)]
+        db: DatabaseArgs,
+        #[command(subcommand)]
+        command: KeyCommand,
+    },
+    /// The vault that encrypts PSP secrets.
+    Vault {
+        #[command(flatten)]
+        db: DatabaseArgs,
+        #[command(subcommand)]
+        command: VaultCommand,
+    },
+}
+
+#[derive(clap::Args, Clone)]
+struct DatabaseArgs {
+    /// `sqlite://path/to/file.db` (embedded, the default) or `postgres://user@host/db`.
+    #[arg(
+        long,
+        env = "PIXGW_DATABASE_URL",
+        default_value = "sqlite://data/pixgw.db"
+    )]
+    database_url: String,
+    /// Where the development master key and other local state live.
+    #[arg(long, env = "PIXGW_DATA_DIR", default_value = "data")]
+    data_dir: PathBuf,
+}
+
+#[derive(Subcommand)]
+enum MerchantCommand {
+    /// Create a merchant; prints its id.
+    Create {
+        #[arg(long)]
+        name: String,
+    },
+    /// List merchants.
+    List,
+}
+
+#[derive(Subcommand)]
+enum KeyCommand {
+    /// Create an API key; prints it once (only its hash is stored).
+    Create {
+        #[arg(long)]
+        merchant: String,
+        #[arg(long, value_parser = ["test", "live"])]
+        env: String,
+        #[arg(long)]
+        label: Option<String>,
+    },
+    /// List a merchant's keys (prefixes only).
+    List {
+        #[arg(long)]
+        merchant: String,
+    },
+    /// Revoke a key by its id (`key_…`): requests with it get 401 at once.
+    Revoke { id: String },
+}
+
+#[derive(Subcommand)]
+enum VaultCommand {
+    /// Re-encrypt every secret under PIXGW_MASTER_KEY; the old key goes in
+    /// PIXGW_MASTER_KEY_PREVIOUS for the run.
+    Rotate,
 }
 
 #[derive(clap::Args)]
 struct ServeArgs {
+    #[command(flatten)]
+    db: DatabaseArgs,
+    /// Public URL of this gateway, used in the webhook URLs given to PSPs; defaults to
+    /// `http://<listen address>`.
+    #[arg(long, env = "PIXGW_BASE_URL")]
+    base_url: Option<String>,
     #[arg(long, env = "PIXGW_LISTEN", default_value = "127.0.0.1:8080")]
     listen: std::net::SocketAddr,
     #[arg(long, env = "PIXGW_PLUGIN_DIR", default_value = default_plugin_dir())]
@@ -70,6 +154,7 @@ async fn main() -> anyhow::Result<()> {
                 .unwrap_or_else(|_| "info".into()),
         )
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
     match Cli::parse().command {
         Command::Serve(args) => serve(args).await?,
@@ -108,8 +193,113 @@ async fn main() -> anyhow::Result<()> {
                 std::process::exit(1);
             }
         }
+        Command::Migrate(db) => {
+            open_store(&db).await?;
+            println!("database schema is up to date");
+        }
+        Command::Merchant { db, command } => {
+            let store = open_store(&db).await?;
+            match command {
+                MerchantCommand::Create { name } => {
+                    let merchant = store.create_merchant(&name).await?;
+                    println!("{}", merchant.id);
+                }
+                MerchantCommand::List => {
+                    for m in store.merchants().await? {
+                        println!(
+                            "{}  {}  {}",
+                            m.id,
+                            pixgw::store::rfc3339(m.created_at),
+                            m.name
+                        );
+                    }
+                }
+            }
+        }
+        Command::Key { db, command } => {
+            let store = open_store(&db).await?;
+            match command {
+                KeyCommand::Create {
+                    merchant,
+                    env,
+                    label,
+                } => {
+                    anyhow::ensure!(
+                        store.merchant(&merchant).await?.is_some(),
+                        "no merchant {merchant:?}: create one with `pixgw merchant create --name …`"
+                    );
+                    let env: Environment = env.parse().map_err(anyhow::Error::msg)?;
+                    let key = ApiKey::generate(env);
+                    let record = store
+                        .insert_api_key(
+                            &merchant,
+                            env,
+                            key.lookup_prefix(),
+                            &key.hash(),
+                            label.as_deref(),
+                        )
+                        .await?;
+                    eprintln!(
+                        "created {} for {merchant} ({}); the key is shown only now:",
+                        record.id,
+                        env.as_str()
+                    );
+                    println!("{}", key.as_str());
+                }
+                KeyCommand::List { merchant } => {
+                    for k in store.api_keys(&merchant).await? {
+                        println!(
+                            "{}  {}…  {}  {}{}",
+                            k.id,
+                            k.prefix,
+                            k.environment.as_str(),
+                            k.label.as_deref().unwrap_or("-"),
+                            if k.revoked_at.is_some() {
+                                "  (revoked)"
+                            } else {
+                                ""
+                            }
+                        );
+                    }
+                }
+                KeyCommand::Revoke { id } => {
+                    anyhow::ensure!(store.revoke_api_key(&id).await?, "no active API key {id:?}");
+                    println!("revoked {id}");
+                }
+            }
+        }
+        Command::Vault {
+            db,
+            command: VaultCommand::Rotate,
+        } => {
+            let store = open_store(&db).await?;
+            let vault = open_vault(&db)?;
+            let (examined, resealed) = pixgw::credentials::rotate_all(&store, &vault).await?;
+            println!(
+                "{examined} credentials examined, {resealed} secrets re-encrypted under key {}",
+                vault.current_key_id()
+            );
+        }
     }
     Ok(())
+}
+
+async fn open_store(db: &DatabaseArgs) -> anyhow::Result<Store> {
+    let store = Store::connect(&db.database_url).await?;
+    store.migrate().await?;
+    Ok(store)
+}
+
+fn open_vault(db: &DatabaseArgs) -> anyhow::Result<Vault> {
+    let master = std::env::var(pixgw::vault::MASTER_KEY_ENV)
+        .ok()
+        .filter(|v| !v.is_empty());
+    let previous = std::env::var(pixgw::vault::PREVIOUS_KEYS_ENV)
+        .ok()
+        .filter(|v| !v.is_empty());
+    let (vault, _source) =
+        Vault::from_env_or_dev_file(master.as_deref(), previous.as_deref(), &db.data_dir)?;
+    Ok(vault)
 }
 
 async fn serve(args: ServeArgs) -> anyhow::Result<()> {
@@ -134,16 +324,42 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         }
     }
     let _watch = runtime.watch()?;
-    let app = pixgw::api::router(pixgw::api::AppState { runtime });
+    let store = open_store(&args.db).await?;
+    let vault = open_vault(&args.db)?;
     let listener = tokio::net::TcpListener::bind(args.listen)
         .await
         .map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", args.listen))?;
-    tracing::info!(addr = %listener.local_addr()?, "pixgw listening");
-    axum::serve(listener, app)
+    let addr = listener.local_addr()?;
+    let base_url = args
+        .base_url
+        .unwrap_or_else(|| format!("http://{addr}"))
+        .trim_end_matches('/')
+        .to_owned();
+    let app = pixgw::app::App::new(store, vault, runtime, pixgw::app::AppConfig { base_url });
+    let sweeper = tokio::spawn(sweep_idempotency_keys(app.clone()));
+    let router = pixgw::api::router(app);
+    tracing::info!(%addr, "pixgw listening");
+    // Tests and scripts read this line to learn the port when listening on port 0.
+    println!("pixgw listening on http://{addr}");
+    axum::serve(listener, router)
         .with_graceful_shutdown(shutdown_signal())
         .await?;
+    sweeper.abort();
     tracing::info!("pixgw stopped");
     Ok(())
+}
+
+/// Expired idempotency keys go hourly.
+async fn sweep_idempotency_keys(app: std::sync::Arc<pixgw::app::App>) {
+    let mut every = tokio::time::interval(std::time::Duration::from_secs(3600));
+    loop {
+        every.tick().await;
+        match app.store.sweep_idempotency_keys().await {
+            Ok(n) if n > 0 => tracing::info!(deleted = n, "expired idempotency keys swept"),
+            Ok(_) => {}
+            Err(e) => tracing::warn!(error = %e, "sweeping idempotency keys failed"),
+        }
+    }
 }
 
 /// Ctrl-C or SIGTERM: stop accepting, let requests in flight finish.

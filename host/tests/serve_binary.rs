@@ -3,33 +3,14 @@
 
 mod common;
 
-use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
+use common::gateway::{Backend, Gateway, GatewayOptions, TestDb};
 use common::{built_adapter, poll};
 
-struct Gateway {
-    child: Child,
-    url: String,
-}
-
-impl Drop for Gateway {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-async fn adapters(client: &reqwest::Client, gw: &Gateway) -> Option<serde_json::Value> {
-    let response = client
+async fn adapters(gw: &Gateway) -> Option<serde_json::Value> {
+    let response = gw
+        .http
         .get(format!("{}/v1/adapters", gw.url))
         .send()
         .await
@@ -39,33 +20,13 @@ async fn adapters(client: &reqwest::Client, gw: &Gateway) -> Option<serde_json::
 
 #[tokio::test]
 async fn serve_reports_adapters_and_hot_reloads_them() {
-    let plugins = tempfile::tempdir().unwrap();
-    let cache = tempfile::tempdir().unwrap();
-    std::fs::copy(built_adapter("efi"), plugins.path().join("efi.wasm")).unwrap();
-    let port = free_port();
-    let gw = Gateway {
-        child: Command::new(env!("CARGO_BIN_EXE_pixgw"))
-            .args([
-                "serve",
-                "--listen",
-                &format!("127.0.0.1:{port}"),
-                "--plugin-dir",
-            ])
-            .arg(plugins.path())
-            .arg("--compile-cache-dir")
-            .arg(cache.path())
-            .stdout(Stdio::null())
-            .spawn()
-            .unwrap(),
-        url: format!("http://127.0.0.1:{port}"),
-    };
-    let _ = rustls::crypto::ring::default_provider().install_default();
-    let client = reqwest::Client::new();
+    let db = TestDb::new(Backend::Sqlite).await;
+    let gw = Gateway::start_with(&db, None, &["efi"], GatewayOptions::default()).await;
 
     let listed = poll(
         Duration::from_secs(60),
         "the gateway to answer",
-        async || adapters(&client, &gw).await,
+        async || adapters(&gw).await,
     )
     .await;
     let efi = &listed["data"][0];
@@ -76,12 +37,12 @@ async fn serve_reports_adapters_and_hot_reloads_them() {
     assert_eq!(efi["last_error"], serde_json::Value::Null);
 
     // An operator drops a broken file in: the gateway refuses it and keeps serving the old one.
-    std::fs::write(plugins.path().join("efi.wasm"), b"\0asm garbage").unwrap();
+    std::fs::write(gw.plugin_dir.join("efi.wasm"), b"\0asm garbage").unwrap();
     let after = poll(
         Duration::from_secs(30),
         "the broken file to be reported",
         async || {
-            adapters(&client, &gw)
+            adapters(&gw)
                 .await
                 .filter(|a| a["data"][0]["last_error"].is_string())
         },

@@ -6,7 +6,8 @@
 
 use crate::bindings::pixgw::psp::types::Manifest as WitManifest;
 pub use crate::bindings::pixgw::psp::types::{
-    Capabilities, CredentialField, Endpoint, FieldKind, PayerField, WebhookAuth,
+    Capabilities, CredentialField, Endpoint, EnvironmentPrefixes, FieldKind, PayerField,
+    WebhookAuth,
 };
 
 #[derive(Clone, Debug)]
@@ -53,6 +54,7 @@ impl CredentialField {
             required: true,
             multiline,
             help: None,
+            value_prefix: None,
         }
     }
 
@@ -83,6 +85,16 @@ impl CredentialField {
 
     pub fn help(mut self, help: &str) -> Self {
         self.help = Some(help.into());
+        self
+    }
+
+    /// The value starts with `test` in the test environment and `live` in production (e.g.
+    /// `sk_test_` / `sk_live_`); the host refuses a value saved in the wrong environment.
+    pub fn prefixed(mut self, test: &str, live: &str) -> Self {
+        self.value_prefix = Some(EnvironmentPrefixes {
+            test: test.into(),
+            live: live.into(),
+        });
         self
     }
 

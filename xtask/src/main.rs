@@ -185,6 +185,38 @@ fn demo() -> anyhow::Result<()> {
             ));
         }
     }
+    // A fresh database each run: the simulator's test accounts are new each start too.
+    let data_dir = demo_dir.join("data");
+    let _ = std::fs::remove_dir_all(&data_dir);
+    std::fs::create_dir_all(&data_dir)?;
+    let database_url = format!("sqlite://{}", data_dir.join("pixgw.db").display());
+    let pixgw = |args: &[&str]| -> anyhow::Result<String> {
+        let output = Command::new(bin.join("pixgw"))
+            .args(args)
+            .env("PIXGW_DATABASE_URL", &database_url)
+            .env("PIXGW_DATA_DIR", &data_dir)
+            .output()
+            .with_context(|| format!("running pixgw {args:?}"))?;
+        ensure!(
+            output.status.success(),
+            "pixgw {args:?} failed: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        Ok(String::from_utf8(output.stdout)?.trim().to_owned())
+    };
+    pixgw(&["migrate"])?;
+    let merchant = pixgw(&["merchant", "create", "--name", "Demo Store"])?;
+    let api_key = pixgw(&[
+        "key",
+        "create",
+        "--merchant",
+        &merchant,
+        "--env",
+        "test",
+        "--label",
+        "demo",
+    ])?;
+
     let listen = std::env::var("PIXGW_LISTEN").unwrap_or_else(|_| "127.0.0.1:8080".into());
     let _gateway = Reaper(
         Command::new(bin.join("pixgw"))
@@ -193,18 +225,60 @@ fn demo() -> anyhow::Result<()> {
             .arg("--trusted-ca")
             .arg(&ca_file)
             .args(["--endpoint-overrides", &overrides.join(",")])
+            .env("PIXGW_DATABASE_URL", &database_url)
+            .env("PIXGW_DATA_DIR", &data_dir)
+            .arg("--compile-cache-dir")
+            .arg(target_dir().join("demo/compiled"))
             .spawn()
             .context("starting pixgw")?,
     );
     let url = format!("http://{listen}");
-    wait_http(&format!("{url}/healthz"), Duration::from_secs(60))?;
+    wait_http(&format!("{url}/readyz"), Duration::from_secs(120))?;
+
+    // Connect the simulator's test account at every PSP that has an adapter.
+    let (_, adapters) = http(&url, "GET", "/v1/adapters", None, None)?;
+    let adapters: serde_json::Value = serde_json::from_str(&adapters)?;
+    let loaded: Vec<&str> = adapters["data"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|a| !a["serving_sha256"].is_null())
+        .filter_map(|a| a["id"].as_str())
+        .collect();
+    let mut connected = Vec::new();
+    for (provider, p) in info["providers"].as_object().into_iter().flatten() {
+        if !loaded.contains(&provider.as_str()) {
+            continue;
+        }
+        let body = serde_json::json!({
+            "provider": provider,
+            "label": format!("{provider} (simulator)"),
+            "fields": p["credentials"],
+        });
+        let (status, answer) = http(
+            &url,
+            "POST",
+            "/v1/credentials",
+            Some(&api_key),
+            Some(&body.to_string()),
+        )?;
+        ensure!(
+            status == 201,
+            "connecting {provider} failed ({status}): {answer}"
+        );
+        connected.push(provider.clone());
+    }
     let control_url = info["control_url"].as_str().unwrap_or_default();
     std::fs::write(
         demo_dir.join("demo.env"),
-        format!("PIXGW_URL={url}\nPSP_SIM_URL={control_url}\n"),
+        format!("PIXGW_URL={url}\nPIXGW_API_KEY={api_key}\nPSP_SIM_URL={control_url}\n"),
     )?;
     println!(
-        "\npixgw demo is up.\n  gateway:        {url}\n  adapters:       curl -s {url}/v1/adapters\n  PSP simulator:  {control_url}/_sim/info\n  settings:       {}\nCtrl-C stops both.",
+        "\npixgw demo is up (merchant {merchant}; test credentials at {}).\n\
+         \n  gateway:        {url}\n  API key:        {api_key}\n  PSP simulator:  {control_url}/_sim/info\n  settings:       {}\n\
+         \nCreate a charge:\n\n  curl -s {url}/v1/charges -H 'Authorization: Bearer {api_key}' \\\n    -H 'Idempotency-Key: demo-1' -H 'Content-Type: application/json' \\\n    -d '{{\"amount\": 1990, \"provider\": \"efi\", \"description\": \"Demo\"}}'\n\
+         \nPay it at the simulator (use the charge's reference):\n\n  curl -s {control_url}/_sim/pay -H 'Content-Type: application/json' \\\n    -d '{{\"provider\": \"efi\", \"reference\": \"<reference>\"}}'\n\nCtrl-C stops both.",
+        connected.join(", "),
         demo_dir.join("demo.env").display()
     );
     // Ctrl-C or SIGTERM returns from here, so the reapers stop both processes.
@@ -228,24 +302,51 @@ fn wait_for(path: &Path, timeout: Duration) -> anyhow::Result<String> {
     bail!("{} did not appear within {timeout:?}", path.display())
 }
 
+/// One plain HTTP/1.0 exchange with the local gateway: (status, body). The demo needs no more.
+fn http(
+    base: &str,
+    method: &str,
+    path: &str,
+    bearer: Option<&str>,
+    body: Option<&str>,
+) -> anyhow::Result<(u16, String)> {
+    use std::io::{Read, Write};
+    let addr = base.trim_start_matches("http://");
+    let mut stream =
+        std::net::TcpStream::connect(addr).with_context(|| format!("connecting to {addr}"))?;
+    let body = body.unwrap_or_default();
+    let auth = bearer
+        .map(|k| format!("Authorization: Bearer {k}\r\n"))
+        .unwrap_or_default();
+    write!(
+        stream,
+        "{method} {path} HTTP/1.0\r\nHost: {addr}\r\n{auth}Content-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    )?;
+    let mut reply = String::new();
+    stream.read_to_string(&mut reply)?;
+    let status = reply
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .with_context(|| format!("no HTTP status in the answer to {method} {path}"))?;
+    let body = reply
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_owned())
+        .unwrap_or_default();
+    Ok((status, body))
+}
+
 fn wait_http(url: &str, timeout: Duration) -> anyhow::Result<()> {
-    let addr = url
+    let (base, path) = url
         .trim_start_matches("http://")
-        .split('/')
-        .next()
-        .unwrap_or_default()
-        .to_owned();
+        .split_once('/')
+        .map(|(a, p)| (format!("http://{a}"), format!("/{p}")))
+        .context("a URL with a path")?;
     let start = Instant::now();
     while start.elapsed() < timeout {
-        if let Ok(mut stream) = std::net::TcpStream::connect(&addr) {
-            use std::io::{Read, Write};
-            let path = &url[url.find(&addr).unwrap() + addr.len()..];
-            let _ = write!(stream, "GET {path} HTTP/1.0\r\nHost: {addr}\r\n\r\n");
-            let mut reply = String::new();
-            let _ = stream.read_to_string(&mut reply);
-            if reply.starts_with("HTTP/1.1 200") || reply.starts_with("HTTP/1.0 200") {
-                return Ok(());
-            }
+        if let Ok((200, _)) = http(&base, "GET", &path, None, None) {
+            return Ok(());
         }
         std::thread::sleep(Duration::from_millis(200));
     }

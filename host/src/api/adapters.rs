@@ -1,18 +1,24 @@
 //! `GET /v1/adapters`: which adapters serve, which version, and why a new file was refused.
-//! Operator-facing; the charges API issue puts it behind operator authentication.
+//! Also what a dashboard needs to draw a credential form: each field's name, label and kind.
 
 use axum::extract::State;
 use axum::routing::get;
 use axum::{Json, Router};
 use serde_json::{Value, json};
 
-use super::AppState;
+use std::sync::Arc;
 
-pub fn router() -> Router<AppState> {
+use crate::app::App;
+
+pub fn router() -> Router<Arc<App>> {
     Router::new().route("/v1/adapters", get(list))
 }
 
-async fn list(State(state): State<AppState>) -> Json<Value> {
+/// The adapters this gateway serves: version, load errors, and each one's manifest (credential
+/// fields, required payer fields, endpoints).
+#[utoipa::path(get, path = "/v1/adapters", tag = "operations",
+    responses((status = 200, description = "`{object: \"list\", data: [{id, serving_sha256, serving_since, last_error, last_error_at, manifest}]}`")))]
+pub async fn list(State(state): State<Arc<App>>) -> Json<Value> {
     let adapters: Vec<Value> = state
         .runtime
         .status()
@@ -24,7 +30,15 @@ async fn list(State(state): State<AppState>) -> Json<Value> {
                     "display_name": m.display_name,
                     "kind": m.kind,
                     "wit_version": m.wit_version,
-                    "credential_fields": m.credential_fields.iter().map(|f| &f.name).collect::<Vec<_>>(),
+                    "credential_fields": m.credential_fields.iter().map(|f| json!({
+                        "name": f.name,
+                        "label": f.label,
+                        "kind": format!("{:?}", f.kind).to_lowercase(),
+                        "required": f.required,
+                        "multiline": f.multiline,
+                        "help": f.help,
+                    })).collect::<Vec<_>>(),
+                    "required_payer_fields": m.required_payer_fields.iter().map(|f| format!("{f:?}").to_lowercase()).collect::<Vec<_>>(),
                     "endpoints": m.endpoints.iter().map(|e| &e.name).collect::<Vec<_>>(),
                 })
             });

@@ -1,23 +1,40 @@
-//! The gateway's HTTP surface. Each module exposes its own `router()`; [`router`] joins them.
+//! The gateway's HTTP surface. Each module exposes its own `router()`; [`router`] joins them
+//! under the layers every request passes: request id, metrics, body limit.
+//!
+//! - [`charges`]: `/v1/charges`; [`credentials`]: `/v1/credentials`; [`adapters`]:
+//!   `/v1/adapters`; [`health`]: `/healthz`, `/readyz`, `/metrics`; [`openapi`]:
+//!   `/v1/openapi.json`.
+//! - [`auth`] turns an API key into a [`crate::charges::Caller`]; [`body`] reads JSON bodies
+//!   field by field; [`error`] is the one error type; [`psp_failure`] maps PSP failures to it.
 
 pub mod adapters;
+pub mod auth;
+pub mod body;
+pub mod charges;
+pub mod credentials;
+pub mod error;
+pub mod health;
+pub mod openapi;
+pub mod psp_failure;
+pub mod request_id;
 
 use std::sync::Arc;
 
 use axum::Router;
-use axum::routing::get;
+use axum::extract::DefaultBodyLimit;
 
-use crate::runtime::Runtime;
+use crate::app::App;
 
-/// What every handler can reach.
-#[derive(Clone)]
-pub struct AppState {
-    pub runtime: Arc<Runtime>,
-}
-
-pub fn router(state: AppState) -> Router {
+pub fn router(app: Arc<App>) -> Router {
     Router::new()
-        .route("/healthz", get(|| async { "ok" }))
+        .merge(charges::router())
+        .merge(credentials::router())
         .merge(adapters::router())
-        .with_state(state)
+        .merge(health::router())
+        .merge(openapi::router())
+        .fallback(error::no_route)
+        .layer(DefaultBodyLimit::max(body::MAX_BODY_BYTES))
+        .route_layer(axum::middleware::from_fn(crate::metrics::http_middleware))
+        .layer(axum::middleware::from_fn(request_id::middleware))
+        .with_state(app)
 }

@@ -127,8 +127,20 @@ pub enum PluginFault {
     Instantiate(String),
 }
 
+/// A failure of the host's own `http.send` during a call: what the host saw, whatever the
+/// adapter made of it. The API's hints rely on it rather than on an adapter's wording.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TransportFailure {
+    Denied,
+    NotSent,
+    Certificate,
+    NoAnswer,
+}
+
 /// Store data of one call.
 pub struct CallState {
+    /// The last transport failure of this call, if any.
+    transport_failure: Option<TransportFailure>,
     wasi: WasiCtx,
     table: ResourceTable,
     limiter: MemoryLimiter,
@@ -193,9 +205,10 @@ pub(super) async fn run<R>(
     credential: Option<&PreparedCredential>,
     request_id: &str,
     f: impl AsyncFnOnce(&bindings::Adapter, &mut Store<CallState>) -> wasmtime::Result<R>,
-) -> Result<R, PluginFault> {
+) -> (Result<R, PluginFault>, Option<TransportFailure>) {
     let limits = &engine.limits;
     let state = CallState {
+        transport_failure: None,
         wasi: WasiCtx::builder()
             .allow_tcp(false)
             .allow_udp(false)
@@ -239,7 +252,7 @@ pub(super) async fn run<R>(
     };
     // The epoch only interrupts running wasm; a call parked in a host import (a slow PSP) is
     // bounded by this timeout, which drops the fiber with the store.
-    match tokio::time::timeout(limits.call_deadline + EPOCH_SLACK, call).await {
+    let result = match tokio::time::timeout(limits.call_deadline + EPOCH_SLACK, call).await {
         Err(_) => Err(PluginFault::Deadline(limits.call_deadline)),
         Ok(Ok(value)) => Ok(value),
         Ok(Err((error, instantiating))) => Err(fault_of(
@@ -248,7 +261,8 @@ pub(super) async fn run<R>(
             limits,
             instantiating,
         )),
-    }
+    };
+    (result, store.data().transport_failure)
 }
 
 const EPOCH_SLACK: Duration = Duration::from_millis(250);
@@ -284,6 +298,14 @@ impl http::Host for CallState {
             Ok(r) => r.status.to_string(),
             Err(e) => format!("{e:?}"),
         };
+        if let Err(e) = &result {
+            self.transport_failure = Some(match e {
+                http::HttpError::Denied(_) => TransportFailure::Denied,
+                http::HttpError::NotSent(_) => TransportFailure::NotSent,
+                http::HttpError::Certificate(_) => TransportFailure::Certificate,
+                http::HttpError::NoAnswer(_) => TransportFailure::NoAnswer,
+            });
+        }
         tracing::debug!(target: "adapter", provider = %self.provider, request_id = %self.request_id,
             method = ?method, url = %url, outcome = %outcome, elapsed_ms = started.elapsed().as_millis() as u64, "psp call");
         result

@@ -25,11 +25,13 @@ use std::sync::Arc;
 use std::time::SystemTime;
 
 pub use bindings::types::{
-    Charge, ChargeRequest, ChargeStatus, Environment, Error as PspError, Manifest, Payer,
-    PaymentEvent, PspError as PspErrorDetail, WebhookRequest,
+    Capabilities, Charge, ChargeRequest, ChargeStatus, CredentialField, Environment,
+    EnvironmentPrefixes, Error as PspError, FieldKind, Manifest, Payer, PayerField, PaymentEvent,
+    PspError as PspErrorDetail, WebhookAuth, WebhookRequest,
 };
-pub use call::{Credential, PluginFault, PreparedCredential};
+pub use call::{Credential, PluginFault, PreparedCredential, TransportFailure};
 pub use engine::Limits;
+pub use outbound::{check_certificate_pem, check_identity_pem, check_private_key_pem};
 pub use registry::{AdapterStatus, LoadError};
 
 use bindings::types::ResolvedEndpoint;
@@ -60,11 +62,25 @@ pub struct EndpointOverride {
     pub url: String,
 }
 
+impl From<crate::domain::Environment> for Environment {
+    fn from(environment: crate::domain::Environment) -> Self {
+        match environment {
+            crate::domain::Environment::Test => Environment::Test,
+            crate::domain::Environment::Live => Environment::Live,
+        }
+    }
+}
+
 /// Why an adapter call gave no charge: the PSP's answer, or the adapter itself failing.
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum CallError {
     #[error("{provider}: {error:?}")]
-    Psp { provider: String, error: PspError },
+    Psp {
+        provider: String,
+        error: PspError,
+        /// What the host's HTTP client saw go wrong during the call, if anything.
+        transport: Option<TransportFailure>,
+    },
     #[error("adapter {provider} (sha256 {version:.12}) failed: {fault}")]
     Fault {
         provider: String,
@@ -205,7 +221,7 @@ impl Runtime {
         .map_err(invalid)?;
 
         let id: Arc<str> = expected.into();
-        let manifest = call::run(
+        let (manifest, _) = call::run(
             &self.engine,
             &self.services,
             &pre,
@@ -214,8 +230,8 @@ impl Runtime {
             "load",
             async |adapter, store| adapter.call_manifest(store).await,
         )
-        .await
-        .map_err(|fault| invalid(format!("manifest() failed: {fault}")))?;
+        .await;
+        let manifest = manifest.map_err(|fault| invalid(format!("manifest() failed: {fault}")))?;
         registry::check_manifest(path, expected, &manifest)?;
         Ok(Arc::new(LoadedAdapter {
             manifest,
@@ -371,7 +387,7 @@ impl Adapter {
         ) -> wasmtime::Result<Result<R, PspError>>,
     ) -> Result<R, CallError> {
         let rt = &self.runtime;
-        let outcome = call::run(
+        let (outcome, transport) = call::run(
             &rt.engine,
             &rt.services,
             &self.loaded.pre,
@@ -386,6 +402,7 @@ impl Adapter {
             Ok(Err(error)) => Err(CallError::Psp {
                 provider: self.loaded.manifest.id.clone(),
                 error,
+                transport,
             }),
             Err(fault) => {
                 tracing::error!(provider = %self.loaded.id, version = %self.loaded.sha256, request_id, %fault, "adapter fault");

@@ -69,6 +69,65 @@ impl ClientIdentity {
     }
 }
 
+/// Checks a certificate-and-key PEM the way a merchant needs to hear about it on save: both
+/// parts present, the key belonging to the certificate, and the certificate valid `now`.
+pub fn check_identity_pem(pem: &str, now: time::OffsetDateTime) -> Result<(), String> {
+    let identity = ClientIdentity::from_pem(pem)?;
+    let provider = rustls::crypto::ring::default_provider();
+    rustls::sign::CertifiedKey::from_der(
+        identity.chain.clone(),
+        identity.key.clone_key(),
+        &provider,
+    )
+    .map_err(|e| match e {
+        rustls::Error::InconsistentKeys(_) => "the certificate does not match the private key: \
+                upload the certificate and the key that were issued together"
+            .to_owned(),
+        other => format!("the private key cannot be used: {other}"),
+    })?;
+    check_validity(&identity.chain[0], now)
+}
+
+/// Checks a PEM holding only certificates: it parses and the first one is valid now.
+pub fn check_certificate_pem(pem: &str) -> Result<(), String> {
+    let chain: Vec<CertificateDer<'static>> = rustls_pemfile::certs(&mut pem.as_bytes())
+        .collect::<Result<_, _>>()
+        .map_err(|e| format!("the certificate PEM does not parse: {e}"))?;
+    let first = chain
+        .first()
+        .ok_or("the certificate PEM has no CERTIFICATE block")?;
+    check_validity(first, time::OffsetDateTime::now_utc())
+}
+
+/// Checks a PEM holding a private key (PKCS#8, PKCS#1 or SEC1).
+pub fn check_private_key_pem(pem: &str) -> Result<(), String> {
+    match rustls_pemfile::private_key(&mut pem.as_bytes()) {
+        Ok(Some(_)) => Ok(()),
+        Ok(None) => Err("the private key PEM has no PRIVATE KEY block".into()),
+        Err(e) => Err(format!("the private key PEM does not parse: {e}")),
+    }
+}
+
+fn check_validity(cert: &CertificateDer<'_>, now: time::OffsetDateTime) -> Result<(), String> {
+    let (_, parsed) = x509_parser::parse_x509_certificate(cert.as_ref())
+        .map_err(|e| format!("the certificate cannot be read: {e}"))?;
+    let validity = parsed.validity();
+    let now = now.unix_timestamp();
+    if now > validity.not_after.timestamp() {
+        return Err(format!(
+            "the certificate expired on {}: download a new one from the PSP",
+            validity.not_after
+        ));
+    }
+    if now < validity.not_before.timestamp() {
+        return Err(format!(
+            "the certificate is not valid before {}",
+            validity.not_before
+        ));
+    }
+    Ok(())
+}
+
 /// Pooled clients, one per client identity, sharing the trusted roots.
 pub struct HttpClients {
     roots: Arc<rustls::RootCertStore>,

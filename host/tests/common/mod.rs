@@ -1,6 +1,8 @@
 //! Shared set-up for the runtime's integration tests: the built adapters, a runtime over a
 //! private plugin directory, the PSP simulator, and credentials at it.
-#![allow(dead_code)]
+#![allow(dead_code, unused_imports, unused_macros)]
+
+pub mod gateway;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

@@ -1,0 +1,197 @@
+//! `POST /v1/charges` through the real gateway, and the same charge straight at the simulator.
+//!
+//! - `charges_api/gateway_create`: one charge through `pixgw serve` (release build, SQLite):
+//!   auth, validation, storage, the efi adapter in its sandbox, the PSP exchange.
+//! - `charges_api/direct_create`: the PSP exchange alone, as the adapter performs it (cached
+//!   token, `PUT /v2/cob/{txid}`, `GET /v2/loc/{id}/qrcode`, over the same mTLS).
+//!
+//! The difference is the gateway's overhead. A load run of each (concurrency 8) then prints
+//! throughput, p50 and p99. Run with `cargo xtask bench` (builds the adapters first).
+
+#[path = "../tests/common/mod.rs"]
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::gateway::{Backend, Gateway, GatewayOptions, TestDb, create_merchant};
+use criterion::{Criterion, criterion_group, criterion_main};
+use serde_json::{Value, json};
+
+struct Direct {
+    client: reqwest::Client,
+    api: String,
+    token: String,
+    pix_key: String,
+}
+
+impl Direct {
+    async fn new(sim: &psp_sim::Sim) -> Direct {
+        let efi = sim.provider("efi").unwrap();
+        let tls = psp_sim::tls::client_config(&sim.ca_pem(), Some(&efi.credentials["certificate"]))
+            .unwrap();
+        let client = reqwest::Client::builder()
+            .use_preconfigured_tls(tls)
+            .build()
+            .unwrap();
+        let api = efi.endpoints["api"].clone();
+        let token: Value = client
+            .post(format!("{api}/oauth/token"))
+            .basic_auth(
+                &efi.credentials["client-id"],
+                Some(&efi.credentials["client-secret"]),
+            )
+            .json(&json!({"grant_type": "client_credentials"}))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        Direct {
+            client,
+            api,
+            token: token["access_token"].as_str().unwrap().to_owned(),
+            pix_key: efi.credentials["pix-key"].clone(),
+        }
+    }
+
+    async fn create(&self) {
+        let txid = uuid::Uuid::new_v4().simple().to_string();
+        let cob: Value = self
+            .client
+            .put(format!("{}/v2/cob/{txid}", self.api))
+            .bearer_auth(&self.token)
+            .json(&json!({"calendario": {"expiracao": 3600}, "valor": {"original": "19.90"}, "chave": self.pix_key}))
+            .send()
+            .await
+            .unwrap()
+            .error_for_status()
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        let loc = cob["loc"]["id"].as_i64().unwrap();
+        self.client
+            .get(format!("{}/v2/loc/{loc}/qrcode", self.api))
+            .bearer_auth(&self.token)
+            .send()
+            .await
+            .unwrap()
+            .error_for_status()
+            .unwrap();
+    }
+}
+
+async fn gateway_create(gw: &Gateway, key: &str) {
+    let (status, body) = gw
+        .post(
+            "/v1/charges",
+            key,
+            json!({"amount": 1990, "provider": "efi"}),
+        )
+        .await;
+    assert_eq!(status, 201, "{body}");
+}
+
+/// `total` calls of `f`, `concurrency` at a time: (throughput per second, p50, p99).
+async fn load<F, Fut>(total: usize, concurrency: usize, f: F) -> (f64, Duration, Duration)
+where
+    F: Fn() -> Fut + Clone + Send + 'static,
+    Fut: std::future::Future<Output = ()> + Send,
+{
+    let started = Instant::now();
+    let per_worker = total / concurrency;
+    let workers = (0..concurrency).map(|_| {
+        let f = f.clone();
+        tokio::spawn(async move {
+            let mut latencies = Vec::with_capacity(per_worker);
+            for _ in 0..per_worker {
+                let t = Instant::now();
+                f().await;
+                latencies.push(t.elapsed());
+            }
+            latencies
+        })
+    });
+    let mut all: Vec<Duration> = Vec::new();
+    for w in futures::future::join_all(workers).await {
+        all.extend(w.unwrap());
+    }
+    let elapsed = started.elapsed();
+    all.sort();
+    let pct = |p: f64| all[((all.len() as f64 * p) as usize).min(all.len() - 1)];
+    (
+        all.len() as f64 / elapsed.as_secs_f64(),
+        pct(0.50),
+        pct(0.99),
+    )
+}
+
+fn bench(c: &mut Criterion) {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let (sim, db, gw, key, direct) = rt.block_on(async {
+        let sim = common::start_sim().await;
+        let db = TestDb::new(Backend::Sqlite).await;
+        let merchant = create_merchant(&db, "Bench");
+        let gw = Gateway::start(&db, &sim, &["efi"], GatewayOptions::default()).await;
+        gw.connect(&sim, &merchant.test_key, "efi", &[]).await;
+        let direct = Direct::new(&sim).await;
+        // Warm both paths: token, TLS sessions, compiled adapter, SQLite pages.
+        for _ in 0..20 {
+            gateway_create(&gw, &merchant.test_key).await;
+            direct.create().await;
+        }
+        (sim, db, gw, merchant.test_key, direct)
+    });
+
+    let mut group = c.benchmark_group("charges_api");
+    group.measurement_time(Duration::from_secs(10));
+    group.bench_function("gateway_create", |b| {
+        b.to_async(&rt).iter(|| gateway_create(&gw, &key))
+    });
+    group.bench_function("direct_create", |b| {
+        b.to_async(&rt).iter(|| direct.create())
+    });
+    group.finish();
+
+    let gw = std::sync::Arc::new(gw);
+    let direct = std::sync::Arc::new(direct);
+    let key = std::sync::Arc::new(key);
+    let (g, d) = rt.block_on(async {
+        let (gw2, key2) = (gw.clone(), key.clone());
+        let g = load(2000, 8, move || {
+            let (gw, key) = (gw2.clone(), key2.clone());
+            async move { gateway_create(&gw, &key).await }
+        })
+        .await;
+        let direct2 = direct.clone();
+        let d = load(2000, 8, move || {
+            let direct = direct2.clone();
+            async move { direct.create().await }
+        })
+        .await;
+        (g, d)
+    });
+    println!("\nload, 2000 charges, concurrency 8:");
+    println!(
+        "  gateway:   {:>7.0}/s  p50 {:>8.2?}  p99 {:>8.2?}",
+        g.0, g.1, g.2
+    );
+    println!(
+        "  simulator: {:>7.0}/s  p50 {:>8.2?}  p99 {:>8.2?}",
+        d.0, d.1, d.2
+    );
+    println!(
+        "  overhead:  p50 {:>8.2?}  p99 {:>8.2?}",
+        g.1.saturating_sub(d.1),
+        g.2.saturating_sub(d.2)
+    );
+    drop((gw, sim, db));
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);

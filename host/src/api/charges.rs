@@ -1,0 +1,538 @@
+//! `/v1/charges`: create (idempotent), read, list, cancel. Everything is scoped to the API
+//! key's merchant and environment.
+
+use std::sync::Arc;
+
+use axum::extract::{Path, Query, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+use utoipa::ToSchema;
+
+use super::body::{JsonBody, JsonObject};
+use super::error::{ApiError, ErrorResponse, ErrorType};
+use super::{psp_failure, request_id};
+use crate::app::App;
+use crate::charges::{self, Caller, ChargeInput, PayerInput};
+use crate::domain::{Amount, Document, Email, Reference};
+use crate::store::charges::{ChargeFilter, ChargeRecord, ChargeState};
+use crate::store::idempotency::{Claim, KeyScope};
+use crate::store::{now_ms, parse_rfc3339, rfc3339};
+
+pub fn router() -> Router<Arc<App>> {
+    Router::new()
+        .route("/v1/charges", post(create).get(list))
+        .route("/v1/charges/{id}", get(read))
+        .route("/v1/charges/{id}/cancel", post(cancel))
+}
+
+/// Idempotency keys are kept at least this long, and at least until the charge expires.
+const IDEMPOTENCY_TTL_MS: i64 = 24 * 3600 * 1000;
+/// A request holding a key longer than this is taken to have died; a retry resumes it.
+const IDEMPOTENCY_LOCK_MS: i64 = 90_000;
+const MAX_IDEMPOTENCY_KEY: usize = 255;
+
+/// `POST /v1/charges` body (documentation of what [`parse_input`] accepts).
+#[derive(Deserialize, ToSchema)]
+#[allow(dead_code)]
+pub struct CreateChargeRequest {
+    /// Integer centavos: 1 (R$ 0,01) to 1000000000 (R$ 10.000.000,00).
+    #[schema(minimum = 1, maximum = 1_000_000_000, example = 1990)]
+    amount: i64,
+    /// An installed adapter id (`efi`, `stripe`, …; see `GET /v1/adapters`) for which the
+    /// merchant has an active credential in the key's environment.
+    #[schema(example = "efi")]
+    provider: String,
+    /// Shown to the payer by most PSPs; 1 to 140 characters.
+    description: Option<String>,
+    payer: Option<PayerSchema>,
+    /// Seconds the charge can be paid: 60 to 1209600 (14 days); default 3600.
+    #[schema(minimum = 60, maximum = 1_209_600)]
+    expires_in: Option<u32>,
+    /// Up to 20 string values (keys ≤ 40 characters, values ≤ 500), returned as given.
+    metadata: Option<std::collections::BTreeMap<String, String>>,
+}
+
+#[derive(Serialize, Deserialize, ToSchema)]
+pub struct PayerSchema {
+    /// Required by some PSPs (the manifest's required payer fields).
+    email: Option<String>,
+    /// 1 to 200 characters.
+    name: Option<String>,
+    /// CPF (11 digits) or CNPJ (14 characters, alphanumeric allowed), with valid check digits;
+    /// punctuation is accepted and removed.
+    document: Option<String>,
+}
+
+/// The Pix data the payer uses.
+#[derive(Serialize, ToSchema)]
+pub struct PixData {
+    /// The Pix copy-and-paste code (BR Code), checked (TLV and CRC) before it is returned.
+    copy_paste: Option<String>,
+    /// PNG of the QR code, base64.
+    qr_code_base64: Option<String>,
+    /// RFC 3339.
+    expires_at: Option<String>,
+}
+
+/// A charge.
+#[derive(Serialize, ToSchema)]
+pub struct ChargeObject {
+    /// `chg_…`; ids sort by creation time.
+    id: String,
+    /// Always `charge`.
+    object: &'static str,
+    /// `pending`, `processing`, `paid`, `expired`, `canceled` or `failed`.
+    status: &'static str,
+    amount: i64,
+    /// Always `BRL`.
+    currency: &'static str,
+    /// The PSP that holds the charge.
+    provider: String,
+    /// The gateway-chosen reference sent to the PSP (its txid, idempotency key or correlation id).
+    reference: String,
+    /// The PSP's own id for the charge.
+    psp_id: Option<String>,
+    description: Option<String>,
+    payer: Option<PayerSchema>,
+    pix: PixData,
+    /// `true` for live keys' charges.
+    livemode: bool,
+    created_at: String,
+    paid_at: Option<String>,
+    end_to_end_id: Option<String>,
+    amount_paid: Option<i64>,
+    metadata: serde_json::Value,
+}
+
+impl From<&ChargeRecord> for ChargeObject {
+    fn from(c: &ChargeRecord) -> Self {
+        let payer = charges::payer_json(c).map(|_| PayerSchema {
+            email: c.payer_email.clone(),
+            name: c.payer_name.clone(),
+            document: c.payer_document.clone(),
+        });
+        ChargeObject {
+            id: c.id.clone(),
+            object: "charge",
+            status: c.status.as_str(),
+            amount: c.amount,
+            currency: "BRL",
+            provider: c.provider.clone(),
+            reference: c.reference.clone(),
+            psp_id: c.psp_id.clone(),
+            description: c.description.clone(),
+            payer,
+            pix: PixData {
+                copy_paste: c.copy_paste.clone(),
+                qr_code_base64: c.qr_png_base64.clone(),
+                expires_at: c.expires_at.map(rfc3339),
+            },
+            livemode: c.environment == crate::domain::Environment::Live,
+            created_at: rfc3339(c.created_at),
+            paid_at: c.paid_at.map(rfc3339),
+            end_to_end_id: c.end_to_end_id.clone(),
+            amount_paid: c.amount_paid,
+            metadata: c.metadata.clone(),
+        }
+    }
+}
+
+/// Takes the request apart into a [`ChargeInput`]; every bad field is a 400 naming it.
+fn parse_input(mut body: JsonObject) -> Result<ChargeInput, ApiError> {
+    let amount = body.required_integer(
+        "amount",
+        "the amount in integer centavos, e.g. 1990 for R$ 19,90",
+    )?;
+    let amount = Amount::from_centavos(amount)
+        .map_err(|e| ApiError::invalid_param("amount", e.to_string()))?;
+    let provider =
+        body.required_string("provider", 64, "the PSP to charge through, e.g. \"efi\"")?;
+    if provider == "random" {
+        return Err(ApiError::invalid_param(
+            "provider",
+            "provider \"random\" (routing over all connected PSPs) is not available yet; name \
+             one PSP, e.g. \"efi\".",
+        )
+        .with_code("routing_unavailable"));
+    }
+    let description = body.string("description", 140)?;
+    let mut payer = PayerInput::default();
+    if let Some(mut p) = body.object("payer")? {
+        if let Some(email) = p.string("email", 254)? {
+            payer.email = Some(
+                Email::parse(&email)
+                    .map_err(|e| ApiError::invalid_param("payer.email", e.to_string()))?,
+            );
+        }
+        payer.name = p.string("name", 200)?;
+        if let Some(document) = p.string("document", 32)? {
+            payer.document = Some(
+                Document::parse(&document)
+                    .map_err(|e| ApiError::invalid_param("payer.document", e.to_string()))?,
+            );
+        }
+        p.finish()?;
+    }
+    let expires_in = match body.integer("expires_in")? {
+        None => charges::DEFAULT_EXPIRES_IN,
+        Some(s)
+            if (i64::from(charges::MIN_EXPIRES_IN)..=i64::from(charges::MAX_EXPIRES_IN))
+                .contains(&s) =>
+        {
+            s as u32
+        }
+        Some(s) => {
+            return Err(ApiError::invalid_param(
+                "expires_in",
+                format!(
+                    "expires_in must be between {} and {} seconds (14 days); got {s}.",
+                    charges::MIN_EXPIRES_IN,
+                    charges::MAX_EXPIRES_IN
+                ),
+            ));
+        }
+    };
+    let mut metadata = serde_json::Map::new();
+    if let Some((name, map)) = body.map("metadata")? {
+        if map.len() > charges::MAX_METADATA_KEYS {
+            return Err(ApiError::invalid_param(
+                name,
+                format!(
+                    "metadata may hold at most {} keys.",
+                    charges::MAX_METADATA_KEYS
+                ),
+            ));
+        }
+        for (key, value) in map {
+            let param = format!("metadata.{key}");
+            let ok_key = (1..=charges::MAX_METADATA_KEY_LEN).contains(&key.chars().count());
+            let value = match value {
+                serde_json::Value::String(s)
+                    if ok_key && s.chars().count() <= charges::MAX_METADATA_VALUE_LEN =>
+                {
+                    s
+                }
+                _ => {
+                    return Err(ApiError::invalid_param(
+                        param,
+                        format!(
+                            "metadata keys must have 1 to {} characters and values must be strings of at most {} characters.",
+                            charges::MAX_METADATA_KEY_LEN,
+                            charges::MAX_METADATA_VALUE_LEN
+                        ),
+                    ));
+                }
+            };
+            metadata.insert(key, serde_json::Value::String(value));
+        }
+    }
+    body.finish()?;
+    Ok(ChargeInput {
+        amount,
+        provider,
+        description,
+        payer,
+        expires_in,
+        metadata,
+    })
+}
+
+fn idempotency_key(headers: &HeaderMap) -> Result<Option<String>, ApiError> {
+    let Some(value) = headers.get("idempotency-key") else {
+        return Ok(None);
+    };
+    let key = value.to_str().ok().map(str::trim).unwrap_or_default();
+    if key.is_empty()
+        || key.len() > MAX_IDEMPOTENCY_KEY
+        || !key.bytes().all(|b| b.is_ascii_graphic())
+    {
+        return Err(ApiError::invalid_param(
+            "Idempotency-Key",
+            format!(
+                "The Idempotency-Key header must be 1 to {MAX_IDEMPOTENCY_KEY} visible ASCII characters, e.g. a UUID."
+            ),
+        ));
+    }
+    Ok(Some(key.to_owned()))
+}
+
+fn json_response(status: StatusCode, body: String, replayed: bool) -> Response {
+    let mut response = (
+        status,
+        [(axum::http::header::CONTENT_TYPE, "application/json")],
+        body,
+    )
+        .into_response();
+    if replayed {
+        response
+            .headers_mut()
+            .insert("idempotent-replayed", HeaderValue::from_static("true"));
+    }
+    response
+}
+
+/// Create a Pix charge at a PSP.
+#[utoipa::path(post, path = "/v1/charges", tag = "charges",
+    request_body = CreateChargeRequest,
+    params(("Idempotency-Key" = Option<String>, Header, description = "Up to 255 characters. A replay returns the first answer (header `idempotent-replayed: true`); the same key with another body is a 422; while the first request runs, a 409. Kept at least 24 h and until the charge expires.")),
+    responses(
+        (status = 201, description = "Created", body = ChargeObject),
+        (status = 400, description = "A parameter is invalid; `param` names it", body = ErrorResponse),
+        (status = 401, description = "No valid API key", body = ErrorResponse),
+        (status = 409, description = "A request with this Idempotency-Key is still running", body = ErrorResponse),
+        (status = 413, description = "Body over 64 KiB", body = ErrorResponse),
+        (status = 422, description = "Idempotency-Key reused with another request", body = ErrorResponse),
+        (status = 502, description = "The PSP refused or failed: `psp_message` and `hint`", body = ErrorResponse),
+    ),
+    security(("api_key" = [])))]
+pub async fn create(
+    State(app): State<Arc<App>>,
+    caller: Caller,
+    headers: HeaderMap,
+    JsonBody(body): JsonBody,
+) -> Result<Response, ApiError> {
+    let fingerprint = hex::encode(Sha256::digest(format!(
+        "POST /v1/charges {}",
+        body.canonical()
+    )));
+    let key = idempotency_key(&headers)?;
+    let input = parse_input(body)?;
+    let request_id = request_id::current();
+    let Some(key) = key else {
+        let charge = app
+            .create_charge(&caller, &input, &Reference::generate(), &request_id)
+            .await
+            .map_err(|e| psp_failure::from_charge_error(e, caller.environment))?;
+        return Ok((StatusCode::CREATED, Json(ChargeObject::from(&charge))).into_response());
+    };
+
+    let scope = KeyScope {
+        merchant_id: &caller.merchant_id,
+        environment: caller.environment,
+        key: &key,
+    };
+    let ttl = IDEMPOTENCY_TTL_MS.max(i64::from(input.expires_in) * 1000 + 3_600_000);
+    let fresh = Reference::generate();
+    let reference = match app
+        .store
+        .claim_idempotency_key(
+            scope,
+            &fingerprint,
+            fresh.as_str(),
+            IDEMPOTENCY_LOCK_MS,
+            ttl,
+        )
+        .await?
+    {
+        Claim::Fresh { reference } | Claim::Resume { reference } => reference,
+        Claim::Replay { status, body } => {
+            let status = StatusCode::from_u16(status).unwrap_or(StatusCode::OK);
+            return Ok(json_response(status, body, true));
+        }
+        Claim::Mismatch => {
+            return Err(ApiError::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                ErrorType::IdempotencyError,
+                "idempotency_key_reused",
+                "This Idempotency-Key was used with a different request. Use a new key for a new charge.",
+            )
+            .with_param("Idempotency-Key"));
+        }
+        Claim::InProgress => {
+            return Err(ApiError::new(
+                StatusCode::CONFLICT,
+                ErrorType::IdempotencyError,
+                "idempotency_key_in_use",
+                "A request with this Idempotency-Key is still being processed. Retry shortly to get its answer.",
+            )
+            .with_param("Idempotency-Key"));
+        }
+    };
+    let reference = Reference::parse(&reference)
+        .map_err(|e| ApiError::internal(format!("stored reference: {e}")))?;
+    let outcome = app
+        .create_charge(&caller, &input, &reference, &request_id)
+        .await;
+    let (status, body) = match outcome {
+        Ok(charge) => (
+            StatusCode::CREATED,
+            serde_json::to_string(&ChargeObject::from(&charge)),
+        ),
+        Err(error) if !is_final(&error) => {
+            // The PSP may hold the charge, or nothing happened yet: no answer is stored, and a
+            // retry with this key resumes at once with the same reference.
+            app.store.unlock_idempotency_key(scope).await?;
+            return Err(psp_failure::from_charge_error(error, caller.environment));
+        }
+        Err(error) => {
+            let error = psp_failure::from_charge_error(error, caller.environment);
+            (
+                error.status,
+                serde_json::to_string(&super::error::ErrorResponse { error: *error.body }),
+            )
+        }
+    };
+    let body = body.map_err(ApiError::internal)?;
+    app.store
+        .complete_idempotency_key(scope, status.as_u16(), &body, now_ms() + ttl)
+        .await?;
+    Ok(json_response(status, body, false))
+}
+
+/// Whether a failed create is the request's final answer, replayed for its idempotency key.
+/// Not final: the PSP may hold the charge (ambiguous, adapter fault), it could not be reached,
+/// or the gateway itself failed; a retry must be allowed to try again with the same reference.
+fn is_final(error: &charges::ChargeError) -> bool {
+    use crate::runtime::{CallError, PspError};
+    !matches!(
+        error,
+        charges::ChargeError::Psp(
+            CallError::Psp {
+                error: PspError::Ambiguous(_) | PspError::Unavailable(_),
+                ..
+            } | CallError::Fault { .. }
+        ) | charges::ChargeError::Store(_)
+            | charges::ChargeError::Vault(_)
+    )
+}
+
+/// Retrieve a charge.
+#[utoipa::path(get, path = "/v1/charges/{id}", tag = "charges",
+    params(("id" = String, Path, description = "`chg_…`")),
+    responses((status = 200, body = ChargeObject), (status = 401, body = ErrorResponse), (status = 404, body = ErrorResponse)),
+    security(("api_key" = [])))]
+pub async fn read(
+    State(app): State<Arc<App>>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> Result<Json<ChargeObject>, ApiError> {
+    let charge = app
+        .store
+        .charge(&caller.merchant_id, caller.environment, &id)
+        .await?
+        .ok_or_else(|| ApiError::not_found("charge", &id))?;
+    Ok(Json(ChargeObject::from(&charge)))
+}
+
+#[derive(Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct ListParams {
+    /// 1 to 100; default 20.
+    limit: Option<String>,
+    /// A charge id: list the charges created before it (the next page).
+    starting_after: Option<String>,
+    /// `pending`, `processing`, `paid`, `expired`, `canceled` or `failed`.
+    status: Option<String>,
+    /// An adapter id.
+    provider: Option<String>,
+    /// RFC 3339: created at or after.
+    created_gte: Option<String>,
+    /// RFC 3339: created before.
+    created_lt: Option<String>,
+}
+
+/// A page of charges, newest first.
+#[derive(Serialize, ToSchema)]
+pub struct ChargeList {
+    /// Always `list`.
+    object: &'static str,
+    data: Vec<ChargeObject>,
+    /// Whether more charges follow: pass the last id as `starting_after`.
+    has_more: bool,
+}
+
+/// List charges, newest first, with cursor pagination.
+#[utoipa::path(get, path = "/v1/charges", tag = "charges", params(ListParams),
+    responses((status = 200, body = ChargeList), (status = 400, body = ErrorResponse), (status = 401, body = ErrorResponse)),
+    security(("api_key" = [])))]
+pub async fn list(
+    State(app): State<Arc<App>>,
+    caller: Caller,
+    query: Result<Query<ListParams>, axum::extract::rejection::QueryRejection>,
+) -> Result<Json<ChargeList>, ApiError> {
+    let Query(q) = query.map_err(|e| ApiError::bad_request("parameter_invalid", e.body_text()))?;
+    let limit = match q.limit.as_deref() {
+        None => 20,
+        Some(text) => text
+            .parse::<u32>()
+            .ok()
+            .filter(|n| (1..=100).contains(n))
+            .ok_or_else(|| {
+                ApiError::invalid_param("limit", "limit must be an integer from 1 to 100.")
+            })?,
+    };
+    let status =
+        q.status
+            .map(|s| {
+                ChargeState::parse(&s).filter(|s| *s != ChargeState::Creating).ok_or_else(|| {
+                ApiError::invalid_param(
+                    "status",
+                    "status must be pending, processing, paid, expired, canceled or failed.",
+                )
+            })
+            })
+            .transpose()?;
+    let time = |name: &str, value: Option<String>| {
+        value
+            .map(|v| {
+                parse_rfc3339(&v).ok_or_else(|| {
+                    ApiError::invalid_param(
+                        name,
+                        format!("{name} must be an RFC 3339 time, e.g. 2026-11-22T10:00:00Z."),
+                    )
+                })
+            })
+            .transpose()
+    };
+    let filter = ChargeFilter {
+        status,
+        provider: q.provider,
+        created_gte: time("created_gte", q.created_gte)?,
+        created_lt: time("created_lt", q.created_lt)?,
+        starting_after: q.starting_after,
+        limit,
+    };
+    let mut rows = app
+        .store
+        .charges(&caller.merchant_id, caller.environment, &filter)
+        .await?;
+    let has_more = rows.len() > limit as usize;
+    rows.truncate(limit as usize);
+    Ok(Json(ChargeList {
+        object: "list",
+        data: rows.iter().map(ChargeObject::from).collect(),
+        has_more,
+    }))
+}
+
+/// Cancel a charge that can still be paid.
+#[utoipa::path(post, path = "/v1/charges/{id}/cancel", tag = "charges",
+    params(("id" = String, Path, description = "`chg_…`")),
+    responses(
+        (status = 200, body = ChargeObject),
+        (status = 400, description = "The PSP cannot cancel charges", body = ErrorResponse),
+        (status = 401, body = ErrorResponse),
+        (status = 404, body = ErrorResponse),
+        (status = 409, description = "Already paid, expired, canceled or failed", body = ErrorResponse),
+        (status = 502, body = ErrorResponse)),
+    security(("api_key" = [])))]
+pub async fn cancel(
+    State(app): State<Arc<App>>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> Result<Json<ChargeObject>, ApiError> {
+    let charge = app
+        .store
+        .charge(&caller.merchant_id, caller.environment, &id)
+        .await?
+        .ok_or_else(|| ApiError::not_found("charge", &id))?;
+    let canceled = app
+        .cancel_charge(charge, &request_id::current())
+        .await
+        .map_err(|e| psp_failure::from_charge_error(e, caller.environment))?;
+    Ok(Json(ChargeObject::from(&canceled)))
+}

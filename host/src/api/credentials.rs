@@ -1,0 +1,396 @@
+//! `/v1/credentials`: the merchant's accounts at PSPs, in the API key's environment.
+//!
+//! Fields follow the adapter's manifest (`GET /v1/adapters`). Secrets are write-only: a
+//! response lists which secret fields are set, never their values. Saving creates the webhook
+//! URL `{base_url}/api/wh/<uuid>` and its token, which the owner can read again here.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use serde::Serialize;
+use utoipa::ToSchema;
+
+use super::body::{JsonBody, JsonObject};
+use super::error::{ApiError, ErrorResponse, ErrorType};
+use super::{psp_failure, request_id};
+use crate::app::App;
+use crate::charges::Caller;
+use crate::credentials::{self, FieldError};
+use crate::domain::CredentialId;
+use crate::runtime::{self, CallError, Capabilities, Credential, PspError};
+use crate::store::credentials::CredentialRecord;
+use crate::store::{now_ms, rfc3339};
+
+pub fn router() -> Router<Arc<App>> {
+    Router::new()
+        .route("/v1/credentials", post(create).get(list))
+        .route(
+            "/v1/credentials/{id}",
+            get(read).patch(update).delete(remove),
+        )
+}
+
+/// Where the PSP sends notifications for this credential.
+#[derive(Serialize, ToSchema)]
+pub struct WebhookInfo {
+    /// Register this URL at the PSP (adapters that can register it do so themselves).
+    url: String,
+    /// The token that authenticates notifications (already in `url` for PSPs that call the URL
+    /// as registered; otherwise configure it at the PSP as the `x-pixgw-token` header).
+    token: String,
+}
+
+/// What the PSP said when the credential was tried on save.
+#[derive(Serialize, ToSchema)]
+pub struct Verification {
+    /// `ok`, `unreachable` (saved; the PSP could not be asked), `unsupported` (the adapter
+    /// cannot check credentials) or `skipped` (`verify: false`).
+    status: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    message: Option<String>,
+}
+
+/// A PSP credential.
+#[derive(Serialize, ToSchema)]
+pub struct CredentialObject {
+    /// `cred_…`.
+    id: String,
+    /// Always `credential`.
+    object: &'static str,
+    provider: String,
+    /// `test` or `live`: the environment of the key that saved it.
+    environment: &'static str,
+    label: String,
+    /// Used for charges when true.
+    active: bool,
+    /// Order among the merchant's credentials (lower first).
+    position: i64,
+    /// The fields that are not secret, as saved.
+    fields: BTreeMap<String, String>,
+    /// Names of the secret fields that hold a value (values are never returned).
+    secret_fields_set: Vec<String>,
+    webhook: WebhookInfo,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    verification: Option<Verification>,
+    created_at: String,
+    updated_at: String,
+}
+
+fn object_of(
+    app: &App,
+    record: &CredentialRecord,
+    verification: Option<Verification>,
+) -> Result<CredentialObject, ApiError> {
+    let token = app
+        .vault
+        .open_string(
+            &record.webhook_token_sealed,
+            &credentials::webhook_token_aad(&record.id),
+        )
+        .map_err(|e| ApiError::internal(format!("vault: {e}")))?;
+    let url_token = app
+        .runtime
+        .adapter(&record.provider)
+        .is_some_and(|a| a.manifest().webhook_auth == runtime::WebhookAuth::UrlToken);
+    Ok(CredentialObject {
+        id: record.id.clone(),
+        object: "credential",
+        provider: record.provider.clone(),
+        environment: record.environment.as_str(),
+        label: record.label.clone(),
+        active: record.active,
+        position: record.position,
+        fields: record.public_fields.clone(),
+        secret_fields_set: record.sealed_fields.keys().cloned().collect(),
+        webhook: WebhookInfo {
+            url: credentials::webhook_url(&app.config.base_url, record, &token, url_token),
+            token: token.to_string(),
+        },
+        verification,
+        created_at: rfc3339(record.created_at),
+        updated_at: rfc3339(record.updated_at),
+    })
+}
+
+fn field_error(e: FieldError) -> ApiError {
+    ApiError::invalid_param(
+        format!("fields.{}", e.field),
+        format!("fields.{}: {}", e.field, e.message),
+    )
+}
+
+/// `fields` of a request body: an object of strings.
+fn fields_param(body: &mut JsonObject) -> Result<Option<BTreeMap<String, String>>, ApiError> {
+    let Some((name, map)) = body.map("fields")? else {
+        return Ok(None);
+    };
+    map.into_iter()
+        .map(|(k, v)| match v {
+            serde_json::Value::String(s) => Ok((k, s)),
+            _ => Err(ApiError::invalid_param(
+                format!("{name}.{k}"),
+                format!("{name}.{k} must be a string."),
+            )),
+        })
+        .collect::<Result<_, _>>()
+        .map(Some)
+}
+
+fn position_param(body: &mut JsonObject) -> Result<Option<i64>, ApiError> {
+    match body.integer("position")? {
+        Some(p) if !(0..=1_000_000).contains(&p) => Err(ApiError::invalid_param(
+            "position",
+            "position must be between 0 and 1000000.",
+        )),
+        p => Ok(p),
+    }
+}
+
+/// Tries the credential at the PSP when the adapter can. A refusal of the credential itself is
+/// an error; a PSP that cannot be reached is only reported.
+async fn verify(
+    app: &App,
+    adapter: &runtime::Adapter,
+    record: &CredentialRecord,
+    fields: BTreeMap<String, String>,
+    token: &str,
+) -> Result<Verification, ApiError> {
+    if !adapter
+        .manifest()
+        .capabilities
+        .contains(Capabilities::CHECK_CREDENTIALS)
+    {
+        return Ok(Verification {
+            status: "unsupported",
+            message: None,
+        });
+    }
+    let url_token = adapter.manifest().webhook_auth == runtime::WebhookAuth::UrlToken;
+    let credential = Credential {
+        id: record.id.clone(),
+        environment: record.environment.into(),
+        fields,
+        webhook_url: Some(credentials::webhook_url(
+            &app.config.base_url,
+            record,
+            token,
+            url_token,
+        )),
+    };
+    let prepared = adapter.prepare(&credential);
+    match adapter
+        .check_credentials(&prepared, &request_id::current())
+        .await
+    {
+        Ok(()) => Ok(Verification {
+            status: "ok",
+            message: None,
+        }),
+        Err(CallError::Psp {
+            error: PspError::Unavailable(e),
+            ..
+        }) => Ok(Verification {
+            status: "unreachable",
+            message: Some(e.message),
+        }),
+        Err(error) => {
+            let mut e = psp_failure::from_call(&error, record.environment);
+            e.status = StatusCode::UNPROCESSABLE_ENTITY;
+            e.body.kind = ErrorType::InvalidRequestError;
+            e.body.message = format!(
+                "{} refused these credentials, so they were not saved: {}",
+                record.provider,
+                e.body.psp_message.clone().unwrap_or_default()
+            );
+            e.body.param = Some("fields".into());
+            Err(e)
+        }
+    }
+}
+
+/// Connect an account at a PSP.
+#[utoipa::path(post, path = "/v1/credentials", tag = "credentials",
+    request_body(content = serde_json::Value, description = "`{provider, label?, fields: {<manifest field>: string}, position?, verify?: bool (default true: try the credential at the PSP when the adapter can)}`"),
+    responses(
+        (status = 201, body = CredentialObject),
+        (status = 400, description = "A field is missing or invalid (a PEM that does not parse, a certificate that does not match its key or has expired, a key for the other environment); `param` names it", body = ErrorResponse),
+        (status = 401, body = ErrorResponse),
+        (status = 422, description = "The PSP refused the credential; `psp_message` and `hint`", body = ErrorResponse)),
+    security(("api_key" = [])))]
+pub async fn create(
+    State(app): State<Arc<App>>,
+    caller: Caller,
+    JsonBody(mut body): JsonBody,
+) -> Result<(StatusCode, Json<CredentialObject>), ApiError> {
+    let provider = body.required_string("provider", 64, "the adapter id, e.g. \"efi\"")?;
+    let label = body.string("label", 100)?;
+    let fields = fields_param(&mut body)?.unwrap_or_default();
+    let position = position_param(&mut body)?.unwrap_or(0);
+    let verify_on_save = body.boolean("verify")?.unwrap_or(true);
+    body.finish()?;
+    let adapter = app.runtime.adapter(&provider).ok_or_else(|| {
+        ApiError::invalid_param(
+            "provider",
+            format!(
+                "No PSP adapter {provider:?} is installed. Available: {}.",
+                app.runtime.providers().join(", ")
+            ),
+        )
+        .with_code("provider_unknown")
+    })?;
+    let manifest = adapter.manifest();
+    let fields =
+        credentials::validate(manifest, caller.environment, &fields, None).map_err(field_error)?;
+
+    let id = CredentialId::generate().to_string();
+    let token = crate::domain::Reference::generate().to_string();
+    let (public_fields, sealed_fields) = credentials::seal(&app.vault, manifest, &id, &fields);
+    let now = now_ms();
+    let record = CredentialRecord {
+        webhook_token_sealed: app
+            .vault
+            .seal(token.as_bytes(), &credentials::webhook_token_aad(&id)),
+        id,
+        merchant_id: caller.merchant_id.clone(),
+        environment: caller.environment,
+        provider: provider.clone(),
+        label: label.unwrap_or_else(|| manifest.display_name.clone()),
+        public_fields,
+        sealed_fields,
+        webhook_id: uuid::Uuid::new_v4().to_string(),
+        active: true,
+        position,
+        created_at: now,
+        updated_at: now,
+    };
+    let verification = if verify_on_save {
+        verify(&app, &adapter, &record, fields, &token).await?
+    } else {
+        Verification {
+            status: "skipped",
+            message: None,
+        }
+    };
+    app.store.insert_credential(&record).await?;
+    Ok((
+        StatusCode::CREATED,
+        Json(object_of(&app, &record, Some(verification))?),
+    ))
+}
+
+/// The merchant's credentials in this environment, in routing order.
+#[utoipa::path(get, path = "/v1/credentials", tag = "credentials",
+    responses((status = 200, body = [CredentialObject]), (status = 401, body = ErrorResponse)),
+    security(("api_key" = [])))]
+pub async fn list(
+    State(app): State<Arc<App>>,
+    caller: Caller,
+) -> Result<Json<serde_json::Value>, ApiError> {
+    let records = app
+        .store
+        .credentials(&caller.merchant_id, caller.environment)
+        .await?;
+    let data = records
+        .iter()
+        .map(|r| object_of(&app, r, None))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(Json(serde_json::json!({ "object": "list", "data": data })))
+}
+
+async fn find(app: &App, caller: &Caller, id: &str) -> Result<CredentialRecord, ApiError> {
+    app.store
+        .credential(&caller.merchant_id, caller.environment, id)
+        .await?
+        .ok_or_else(|| ApiError::not_found("credential", id))
+}
+
+/// Retrieve a credential, with its webhook URL and token.
+#[utoipa::path(get, path = "/v1/credentials/{id}", tag = "credentials",
+    params(("id" = String, Path, description = "`cred_…`")),
+    responses((status = 200, body = CredentialObject), (status = 401, body = ErrorResponse), (status = 404, body = ErrorResponse)),
+    security(("api_key" = [])))]
+pub async fn read(
+    State(app): State<Arc<App>>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> Result<Json<CredentialObject>, ApiError> {
+    let record = find(&app, &caller, &id).await?;
+    Ok(Json(object_of(&app, &record, None)?))
+}
+
+/// Change a credential's label, order, active flag or fields (omitted fields keep their value).
+#[utoipa::path(patch, path = "/v1/credentials/{id}", tag = "credentials",
+    params(("id" = String, Path, description = "`cred_…`")),
+    request_body(content = serde_json::Value, description = "`{label?, active?, position?, fields?}`"),
+    responses((status = 200, body = CredentialObject), (status = 400, body = ErrorResponse), (status = 401, body = ErrorResponse), (status = 404, body = ErrorResponse)),
+    security(("api_key" = [])))]
+pub async fn update(
+    State(app): State<Arc<App>>,
+    caller: Caller,
+    Path(id): Path<String>,
+    JsonBody(mut body): JsonBody,
+) -> Result<Json<CredentialObject>, ApiError> {
+    let mut record = find(&app, &caller, &id).await?;
+    if let Some(label) = body.string("label", 100)? {
+        record.label = label;
+    }
+    if let Some(active) = body.boolean("active")? {
+        record.active = active;
+    }
+    if let Some(position) = position_param(&mut body)? {
+        record.position = position;
+    }
+    let fields = fields_param(&mut body)?;
+    body.finish()?;
+    if let Some(fields) = fields {
+        let adapter = app.runtime.adapter(&record.provider).ok_or_else(|| {
+            ApiError::bad_request(
+                "provider_unknown",
+                format!(
+                    "The {} adapter is not installed, so its fields cannot be checked.",
+                    record.provider
+                ),
+            )
+        })?;
+        let existing = credentials::open_fields(&app.vault, &record)
+            .map_err(|e| ApiError::internal(format!("vault: {e}")))?;
+        let merged = credentials::validate(
+            adapter.manifest(),
+            caller.environment,
+            &fields,
+            Some(&existing),
+        )
+        .map_err(field_error)?;
+        (record.public_fields, record.sealed_fields) =
+            credentials::seal(&app.vault, adapter.manifest(), &record.id, &merged);
+    }
+    record.updated_at = now_ms().max(record.updated_at + 1);
+    app.store.update_credential(&record).await?;
+    Ok(Json(object_of(&app, &record, None)?))
+}
+
+/// Remove a credential: no new charge uses it; its charges keep their history.
+#[utoipa::path(delete, path = "/v1/credentials/{id}", tag = "credentials",
+    params(("id" = String, Path, description = "`cred_…`")),
+    responses((status = 200, description = "`{id, object: \"credential\", deleted: true}`"), (status = 401, body = ErrorResponse), (status = 404, body = ErrorResponse)),
+    security(("api_key" = [])))]
+pub async fn remove(
+    State(app): State<Arc<App>>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> Result<Json<serde_json::Value>, ApiError> {
+    if !app
+        .store
+        .delete_credential(&caller.merchant_id, caller.environment, &id)
+        .await?
+    {
+        return Err(ApiError::not_found("credential", &id));
+    }
+    Ok(Json(
+        serde_json::json!({ "id": id, "object": "credential", "deleted": true }),
+    ))
+}

@@ -1,0 +1,193 @@
+//! The API's one error type, mapped to HTTP once.
+//!
+//! Every error answers `{"error": {type, code, message, param?, provider?, psp_message?, hint?,
+//! request_id}}`. Messages say what to fix; a PSP's own words travel verbatim in
+//! `psp_message`; internal failures are logged with the request id and answered with a generic
+//! message, never their details.
+
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use serde::Serialize;
+
+use super::request_id;
+
+/// The families of errors, as `error.type`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorType {
+    /// The request is malformed or names something invalid (400, 404, 413, 422).
+    InvalidRequestError,
+    /// No valid API key (401).
+    AuthenticationError,
+    /// The key is valid but may not do this (403).
+    PermissionError,
+    /// An `Idempotency-Key` conflict (409, 422).
+    IdempotencyError,
+    /// Too many requests (429).
+    RateLimitError,
+    /// The PSP refused or failed; `psp_message` and `hint` say why and what to do (502).
+    PspError,
+    /// Something failed inside the gateway (500, 503).
+    ApiError,
+}
+
+/// The `error` object of every error response.
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+pub struct ErrorBody {
+    #[serde(rename = "type")]
+    pub kind: ErrorType,
+    /// Stable machine-readable code, e.g. `parameter_invalid`, `provider_not_connected`.
+    pub code: String,
+    /// What went wrong and how to fix it, in plain words.
+    pub message: String,
+    /// The request parameter at fault, e.g. `payer.document`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub param: Option<String>,
+    /// The PSP involved.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub provider: Option<String>,
+    /// The PSP's own message, verbatim.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub psp_message: Option<String>,
+    /// The PSP's own error code, when it gave one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub psp_code: Option<String>,
+    /// The likely remedy, in plain words.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hint: Option<String>,
+    /// The id of this request (also in the `x-request-id` header): quote it to support.
+    pub request_id: String,
+}
+
+/// `{"error": …}`.
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+pub struct ErrorResponse {
+    pub error: ErrorBody,
+}
+
+#[derive(Debug, Clone)]
+pub struct ApiError {
+    pub status: StatusCode,
+    /// Boxed: errors travel through every `Result` of the API layer, which stays small.
+    pub body: Box<ErrorBody>,
+}
+
+impl ApiError {
+    pub fn new(
+        status: StatusCode,
+        kind: ErrorType,
+        code: &str,
+        message: impl Into<String>,
+    ) -> Self {
+        ApiError {
+            status,
+            body: Box::new(ErrorBody {
+                kind,
+                code: code.to_owned(),
+                message: message.into(),
+                param: None,
+                provider: None,
+                psp_message: None,
+                psp_code: None,
+                hint: None,
+                request_id: request_id::current(),
+            }),
+        }
+    }
+
+    /// 400 naming the parameter at fault.
+    pub fn invalid_param(param: impl Into<String>, message: impl Into<String>) -> Self {
+        let mut e = Self::bad_request("parameter_invalid", message);
+        e.body.param = Some(param.into());
+        e
+    }
+
+    pub fn bad_request(code: &str, message: impl Into<String>) -> Self {
+        Self::new(
+            StatusCode::BAD_REQUEST,
+            ErrorType::InvalidRequestError,
+            code,
+            message,
+        )
+    }
+
+    pub fn unauthorized(code: &str, message: impl Into<String>) -> Self {
+        Self::new(
+            StatusCode::UNAUTHORIZED,
+            ErrorType::AuthenticationError,
+            code,
+            message,
+        )
+    }
+
+    pub fn not_found(what: &str, id: &str) -> Self {
+        Self::new(
+            StatusCode::NOT_FOUND,
+            ErrorType::InvalidRequestError,
+            "resource_missing",
+            format!("No {what} {id:?} exists for this API key's merchant and environment."),
+        )
+    }
+
+    /// A failure inside the gateway: logged in full, answered without details.
+    pub fn internal(error: impl std::fmt::Display) -> Self {
+        let e = Self::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            ErrorType::ApiError,
+            "internal_error",
+            "The gateway failed to handle this request. Nothing was charged twice; retry with \
+             the same Idempotency-Key, or quote the request id to support.",
+        );
+        tracing::error!(request_id = %e.body.request_id, error = %error, "internal error");
+        e
+    }
+
+    pub fn with_param(mut self, param: impl Into<String>) -> Self {
+        self.body.param = Some(param.into());
+        self
+    }
+
+    pub fn with_code(mut self, code: &str) -> Self {
+        self.body.code = code.to_owned();
+        self
+    }
+
+    pub fn with_hint(mut self, hint: impl Into<String>) -> Self {
+        self.body.hint = Some(hint.into());
+        self
+    }
+
+    pub fn with_provider(mut self, provider: impl Into<String>) -> Self {
+        self.body.provider = Some(provider.into());
+        self
+    }
+}
+
+impl From<crate::store::StoreError> for ApiError {
+    fn from(error: crate::store::StoreError) -> Self {
+        ApiError::internal(error)
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        if self.status.is_server_error() {
+            tracing::warn!(status = %self.status, code = %self.body.code, request_id = %self.body.request_id,
+                provider = ?self.body.provider, psp_message = ?self.body.psp_message, "request failed");
+        }
+        (self.status, axum::Json(ErrorResponse { error: *self.body })).into_response()
+    }
+}
+
+/// Answers for requests no route matched.
+pub async fn no_route(method: axum::http::Method, uri: axum::http::Uri) -> ApiError {
+    ApiError::new(
+        StatusCode::NOT_FOUND,
+        ErrorType::InvalidRequestError,
+        "route_not_found",
+        format!(
+            "There is no {method} {}; see /v1/openapi.json for the API.",
+            uri.path()
+        ),
+    )
+}

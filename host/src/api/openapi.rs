@@ -1,0 +1,66 @@
+//! `GET /v1/openapi.json`: the OpenAPI 3.1 document, generated from the handlers' annotations
+//! and the response types, so it cannot drift from the code.
+
+use std::sync::Arc;
+
+use axum::routing::get;
+use axum::{Json, Router};
+use utoipa::OpenApi;
+use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
+
+use super::{adapters, charges, credentials, error, health};
+use crate::app::App;
+
+#[derive(OpenApi)]
+#[openapi(
+    info(
+        title = "pixgw",
+        description = "One API for Pix charges across Brazilian PSPs. Amounts are integer centavos; \
+            times are RFC 3339 UTC. Authenticate with `Authorization: Bearer pgw_test_…` (or \
+            `pgw_live_…`): the key's environment decides which credentials and charges you see. \
+            Every response carries `x-request-id`; every error is `{\"error\": {type, code, \
+            message, param?, provider?, psp_message?, psp_code?, hint?, request_id}}`."
+    ),
+    paths(
+        charges::create, charges::read, charges::list, charges::cancel,
+        credentials::create, credentials::list, credentials::read, credentials::update,
+        credentials::remove, adapters::list, health::live, health::ready, health::metrics,
+    ),
+    components(schemas(
+        charges::ChargeObject, charges::ChargeList, charges::CreateChargeRequest,
+        charges::PayerSchema, charges::PixData, credentials::CredentialObject,
+        credentials::WebhookInfo, credentials::Verification, error::ErrorResponse,
+        error::ErrorBody, error::ErrorType,
+    )),
+    modifiers(&ApiKeyAuth),
+    tags(
+        (name = "charges", description = "Pix charges at the merchant's PSPs"),
+        (name = "credentials", description = "The merchant's accounts at PSPs"),
+        (name = "operations", description = "Adapters, health and metrics"),
+    )
+)]
+pub struct ApiDoc;
+
+struct ApiKeyAuth;
+
+impl utoipa::Modify for ApiKeyAuth {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        let components = openapi.components.get_or_insert_with(Default::default);
+        components.add_security_scheme(
+            "api_key",
+            SecurityScheme::Http(
+                HttpBuilder::new()
+                    .scheme(HttpAuthScheme::Bearer)
+                    .description(Some("A pixgw API key: pgw_test_… or pgw_live_…"))
+                    .build(),
+            ),
+        );
+    }
+}
+
+pub fn router() -> Router<Arc<App>> {
+    Router::new().route(
+        "/v1/openapi.json",
+        get(|| async { Json(ApiDoc::openapi()) }),
+    )
+}

@@ -1,0 +1,211 @@
+//! PSP failures as API errors: 502 with the PSP's own message, its code, and a hint that says
+//! in plain words what usually fixes it.
+//!
+//! The hint is chosen from what the adapter reported — the error case (which says what is safe
+//! to do next), the PSP's HTTP status and the words of its message — never from which PSP it
+//! was, so the table holds for every adapter, present and future.
+
+use axum::http::StatusCode;
+
+use super::error::{ApiError, ErrorType};
+use crate::charges::ChargeError;
+use crate::domain::Environment;
+use crate::runtime::{CallError, PspError, TransportFailure};
+
+/// Remedies, one per failure family; `{provider}` and `{env}` are filled in.
+const HINT_CREDENTIALS: &str = "The PSP refused the credential (OAuth or API key). Check the \
+    client id and secret (or key) saved for {provider}: copy them again without extra spaces, \
+    and make sure they belong to the PSP's {env_name} environment — sandbox credentials do not \
+    work in production and vice versa.";
+const HINT_CERTIFICATE: &str = "The PSP refused the client certificate, or it could not be \
+    used. Upload the certificate and private key issued by {provider} for its {env_name} \
+    environment (PEM; a .p12 converted with openssl), check that they belong together and have \
+    not expired.";
+const HINT_NOT_FOUND: &str = "The PSP does not know this resource. This usually means the \
+    credential belongs to the other environment: {env} requests need {provider} {env_name} \
+    credentials.";
+const HINT_PIX_KEY: &str = "The PSP refused the Pix key. Check the Pix key saved in the {provider} \
+    credential: it must be an active key registered to this same account at {provider}.";
+const HINT_PIX_NOT_ENABLED: &str = "Pix is not enabled for this account at {provider}. Activate \
+    Pix among the account's payment methods in {provider}'s dashboard, then retry.";
+const HINT_REJECTED: &str = "The PSP refused the charge; its message says why. Fix what it \
+    names (in the request or in the account at {provider}) and retry.";
+const HINT_UNAVAILABLE: &str = "{provider} could not be reached or said it did nothing, so no \
+    charge exists. Retry in a moment (the same Idempotency-Key is safe) or use another provider.";
+const HINT_AMBIGUOUS: &str = "{provider} did not confirm whether it created the charge. Retry \
+    with the same Idempotency-Key: the gateway will find the charge instead of creating another.";
+const HINT_FAULT: &str = "The {provider} adapter failed inside the gateway; this is not a \
+    problem with your request or account. Retry, or use another provider while the operator \
+    looks into it.";
+
+fn fill(template: &str, provider: &str, environment: Environment) -> String {
+    let env_name = match environment {
+        Environment::Test => "sandbox (homologation)",
+        Environment::Live => "production",
+    };
+    template
+        .replace("{provider}", provider)
+        .replace("{env_name}", env_name)
+        .replace("{env}", environment.as_str())
+}
+
+/// Which remedy fits, and the error code merchants can branch on.
+fn classify(error: &PspError, transport: Option<TransportFailure>) -> (&'static str, &'static str) {
+    let detail = error_detail(error);
+    let words = detail
+        .map(|d| format!("{} {}", d.message, d.code.as_deref().unwrap_or("")).to_lowercase())
+        .unwrap_or_default();
+    let status = detail.and_then(|d| d.http_status);
+    let mentions = |needles: &[&str]| needles.iter().any(|n| words.contains(n));
+    match error {
+        // The host saw the TLS client certificate fail, whatever words the adapter chose.
+        PspError::BadCredentials(_) if transport == Some(TransportFailure::Certificate) => {
+            ("psp_certificate_invalid", HINT_CERTIFICATE)
+        }
+        PspError::BadCredentials(_) if mentions(&["certificate", "certificado"]) => {
+            ("psp_certificate_invalid", HINT_CERTIFICATE)
+        }
+        PspError::BadCredentials(_) => ("psp_authentication_failed", HINT_CREDENTIALS),
+        PspError::NotFound(_) => ("psp_resource_not_found", HINT_NOT_FOUND),
+        PspError::Rejected(_) if mentions(&["chave", "pix key", "dict"]) => {
+            ("psp_pix_key_invalid", HINT_PIX_KEY)
+        }
+        PspError::Rejected(_)
+            if mentions(&[
+                "payment method type",
+                "não habilitad",
+                "nao habilitad",
+                "not enabled",
+                "not activated",
+            ]) =>
+        {
+            ("psp_pix_not_enabled", HINT_PIX_NOT_ENABLED)
+        }
+        PspError::Rejected(_) if status == Some(404) => ("psp_resource_not_found", HINT_NOT_FOUND),
+        PspError::Rejected(_) => ("psp_rejected", HINT_REJECTED),
+        PspError::Unavailable(_) => ("psp_unavailable", HINT_UNAVAILABLE),
+        PspError::Ambiguous(_) => ("psp_outcome_unknown", HINT_AMBIGUOUS),
+        PspError::InvalidWebhook(_) | PspError::Unsupported(_) => ("psp_rejected", HINT_REJECTED),
+    }
+}
+
+fn error_detail(error: &PspError) -> Option<&crate::runtime::PspErrorDetail> {
+    match error {
+        PspError::Rejected(e)
+        | PspError::Unavailable(e)
+        | PspError::Ambiguous(e)
+        | PspError::NotFound(e)
+        | PspError::BadCredentials(e) => Some(e),
+        PspError::InvalidWebhook(_) | PspError::Unsupported(_) => None,
+    }
+}
+
+/// The API error for an adapter call that failed.
+pub fn from_call(error: &CallError, environment: Environment) -> ApiError {
+    match error {
+        CallError::Psp {
+            provider,
+            error,
+            transport,
+        } => {
+            let (code, hint) = classify(error, *transport);
+            let (psp_message, psp_code) = match error {
+                PspError::InvalidWebhook(m) | PspError::Unsupported(m) => (m.clone(), None),
+                _ => {
+                    let d = error_detail(error).expect("cases with a PSP error");
+                    (d.message.clone(), d.code.clone())
+                }
+            };
+            let mut e = ApiError::new(
+                StatusCode::BAD_GATEWAY,
+                ErrorType::PspError,
+                code,
+                format!("{provider} did not create or change the charge: {psp_message}"),
+            )
+            .with_provider(provider.clone())
+            .with_hint(fill(hint, provider, environment));
+            if code == "psp_outcome_unknown" {
+                e.body.message = format!("{provider} did not confirm the outcome: {psp_message}");
+            }
+            e.body.psp_message = Some(psp_message);
+            e.body.psp_code = psp_code;
+            e
+        }
+        CallError::Fault {
+            provider, fault, ..
+        } => ApiError::new(
+            StatusCode::BAD_GATEWAY,
+            ErrorType::PspError,
+            "adapter_failed",
+            format!("The {provider} adapter failed: {fault}."),
+        )
+        .with_provider(provider.clone())
+        .with_hint(fill(HINT_FAULT, provider, environment)),
+    }
+}
+
+/// The API error for any charge operation that failed.
+pub fn from_charge_error(error: ChargeError, environment: Environment) -> ApiError {
+    match error {
+        ChargeError::UnknownProvider {
+            provider,
+            available,
+        } => ApiError::invalid_param(
+            "provider",
+            format!(
+                "No PSP adapter {provider:?} is installed. Available: {}.",
+                if available.is_empty() {
+                    "none".to_owned()
+                } else {
+                    available.join(", ")
+                }
+            ),
+        )
+        .with_code("provider_unknown"),
+        ChargeError::NotConnected {
+            provider,
+            environment,
+        } => ApiError::invalid_param(
+            "provider",
+            format!(
+                "This merchant has no active {provider} credential in the {} environment. \
+                 Connect one with POST /v1/credentials using a {} API key.",
+                environment.as_str(),
+                environment.as_str()
+            ),
+        )
+        .with_code("provider_not_connected"),
+        ChargeError::PayerFieldRequired { provider, field } => ApiError::invalid_param(
+            format!("payer.{field}"),
+            format!("{provider} requires payer.{field} to create a Pix charge."),
+        )
+        .with_code("parameter_missing"),
+        ChargeError::CancelUnsupported { provider } => ApiError::bad_request(
+            "cancel_unsupported",
+            format!("{provider} does not let charges be canceled; it expires at its expiry time."),
+        ),
+        ChargeError::NotCancelable { status } => ApiError::new(
+            StatusCode::CONFLICT,
+            ErrorType::InvalidRequestError,
+            "charge_not_cancelable",
+            format!(
+                "The charge is {} and can no longer be canceled.",
+                status.as_str()
+            ),
+        ),
+        ChargeError::Psp(call) => from_call(&call, environment),
+        ChargeError::BadPspAnswer { provider, detail } => ApiError::new(
+            StatusCode::BAD_GATEWAY,
+            ErrorType::PspError,
+            "psp_invalid_response",
+            format!("{provider} answered with an unusable charge: {detail}."),
+        )
+        .with_provider(provider.clone())
+        .with_hint(format!(
+            "The charge cannot be paid through pixgw as {provider} returned it; it was marked \
+             failed. Retry, or use another provider."
+        )),
+        ChargeError::Store(e) => ApiError::internal(e),
+        ChargeError::Vault(e) => ApiError::internal(format!("vault: {e}")),
+    }
+}

@@ -1,0 +1,410 @@
+//! Charges: create one at a PSP, read them, cancel one. HTTP-free; `api::charges` maps these
+//! outcomes to responses.
+//!
+//! Creation writes the charge as `creating` (with the gateway's reference) before the PSP is
+//! called, so whatever the PSP did can be found again: a refusal removes the row (nothing exists
+//! at the PSP), an answer makes it `pending`, and an unknown outcome keeps it for a retry with
+//! the same idempotency key, which resumes with the same reference.
+
+use std::collections::BTreeMap;
+
+use crate::app::App;
+use crate::domain::{Amount, BrCode, ChargeId, Document, Email, Environment, Reference};
+use crate::runtime::{self, CallError, PspError};
+use crate::store::charges::{ChargeRecord, ChargeState, PspUpdate};
+use crate::store::{StoreError, now_ms};
+
+/// Seconds a charge can be paid when the request does not say.
+pub const DEFAULT_EXPIRES_IN: u32 = 3600;
+pub const MIN_EXPIRES_IN: u32 = 60;
+/// 14 days: the longest every supported PSP accepts.
+pub const MAX_EXPIRES_IN: u32 = 1_209_600;
+
+/// The merchant and environment a request acts for.
+#[derive(Debug, Clone)]
+pub struct Caller {
+    pub merchant_id: String,
+    pub environment: Environment,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct PayerInput {
+    pub email: Option<Email>,
+    pub name: Option<String>,
+    pub document: Option<Document>,
+}
+
+/// A charge request, parsed: every value here is valid.
+#[derive(Debug, Clone)]
+pub struct ChargeInput {
+    pub amount: Amount,
+    pub provider: String,
+    pub description: Option<String>,
+    pub payer: PayerInput,
+    pub expires_in: u32,
+    pub metadata: serde_json::Map<String, serde_json::Value>,
+}
+
+/// Why a charge was not created (or not changed).
+#[derive(Debug, thiserror::Error)]
+pub enum ChargeError {
+    #[error("no adapter serves provider {provider:?}")]
+    UnknownProvider {
+        provider: String,
+        available: Vec<String>,
+    },
+    #[error("no active {provider} credential for this merchant in {environment}")]
+    NotConnected {
+        provider: String,
+        environment: Environment,
+    },
+    #[error("{provider} requires payer.{field}")]
+    PayerFieldRequired {
+        provider: String,
+        field: &'static str,
+    },
+    #[error("{provider} does not support canceling charges")]
+    CancelUnsupported { provider: String },
+    #[error("the charge is {status:?} and can no longer be canceled")]
+    NotCancelable { status: ChargeState },
+    /// The PSP refused or failed, or the adapter did.
+    #[error(transparent)]
+    Psp(#[from] CallError),
+    /// The PSP answered with something unusable (no or invalid BR Code).
+    #[error("{provider} answered with an unusable charge: {detail}")]
+    BadPspAnswer { provider: String, detail: String },
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("a stored secret cannot be opened: {0}")]
+    Vault(#[from] crate::vault::VaultError),
+}
+
+fn state_of(status: runtime::ChargeStatus) -> ChargeState {
+    use runtime::ChargeStatus as S;
+    match status {
+        S::Pending => ChargeState::Pending,
+        S::Processing => ChargeState::Processing,
+        S::Paid => ChargeState::Paid,
+        S::Expired => ChargeState::Expired,
+        S::Canceled => ChargeState::Canceled,
+        S::Failed => ChargeState::Failed,
+    }
+}
+
+/// What a PSP's view of a charge adds to ours.
+fn update_of(charge: &runtime::Charge) -> PspUpdate {
+    let payment = charge.payment.as_ref();
+    PspUpdate {
+        psp_id: Some(charge.psp_id.clone()).filter(|s| !s.is_empty()),
+        paid_at: payment.and_then(|p| crate::store::parse_rfc3339(&p.paid_at)),
+        end_to_end_id: payment.and_then(|p| p.end_to_end_id.clone()),
+        amount_paid: payment.and_then(|p| i64::try_from(p.amount).ok()),
+        ..Default::default()
+    }
+}
+
+impl App {
+    /// The adapter serving `provider`, or the list of those that exist.
+    fn adapter_for(&self, provider: &str) -> Result<runtime::Adapter, ChargeError> {
+        self.runtime
+            .adapter(provider)
+            .ok_or_else(|| ChargeError::UnknownProvider {
+                provider: provider.to_owned(),
+                available: self.runtime.providers(),
+            })
+    }
+
+    /// The credential a charge of `provider` uses now, prepared for calls.
+    async fn connection(
+        &self,
+        caller: &Caller,
+        adapter: &runtime::Adapter,
+    ) -> Result<(String, std::sync::Arc<runtime::PreparedCredential>), ChargeError> {
+        let provider = &adapter.manifest().id;
+        let record = self
+            .store
+            .active_credential(&caller.merchant_id, caller.environment, provider)
+            .await?
+            .ok_or_else(|| ChargeError::NotConnected {
+                provider: provider.clone(),
+                environment: caller.environment,
+            })?;
+        let prepared =
+            self.prepared
+                .get_or_prepare(&self.vault, &self.config.base_url, adapter, &record)?;
+        Ok((record.id, prepared))
+    }
+
+    /// The prepared credential a stored charge was created with.
+    async fn connection_of(
+        &self,
+        adapter: &runtime::Adapter,
+        charge: &ChargeRecord,
+    ) -> Result<std::sync::Arc<runtime::PreparedCredential>, ChargeError> {
+        let record = self
+            .store
+            .credential_by_id(&charge.credential_id)
+            .await?
+            .ok_or_else(|| {
+                StoreError::Corrupt(format!("charge {} names no credential", charge.id))
+            })?;
+        Ok(self
+            .prepared
+            .get_or_prepare(&self.vault, &self.config.base_url, adapter, &record)?)
+    }
+
+    /// Creates a charge at the PSP with `reference`. Calling again with the same reference
+    /// (a resumed idempotent request) finds the charge instead of making a second one.
+    pub async fn create_charge(
+        &self,
+        caller: &Caller,
+        input: &ChargeInput,
+        reference: &Reference,
+        request_id: &str,
+    ) -> Result<ChargeRecord, ChargeError> {
+        let adapter = self.adapter_for(&input.provider)?;
+        for field in &adapter.manifest().required_payer_fields {
+            let (name, present) = match field {
+                runtime::PayerField::Email => ("email", input.payer.email.is_some()),
+                runtime::PayerField::Name => ("name", input.payer.name.is_some()),
+                runtime::PayerField::Document => ("document", input.payer.document.is_some()),
+            };
+            if !present {
+                return Err(ChargeError::PayerFieldRequired {
+                    provider: input.provider.clone(),
+                    field: name,
+                });
+            }
+        }
+        let (credential_id, prepared) = self.connection(caller, &adapter).await?;
+
+        let now = now_ms();
+        let mut charge = ChargeRecord {
+            id: ChargeId::generate().to_string(),
+            merchant_id: caller.merchant_id.clone(),
+            environment: caller.environment,
+            credential_id,
+            provider: input.provider.clone(),
+            reference: reference.to_string(),
+            psp_id: None,
+            status: ChargeState::Creating,
+            amount: input.amount.centavos() as i64,
+            description: input.description.clone(),
+            payer_email: input.payer.email.as_ref().map(|e| e.to_string()),
+            payer_name: input.payer.name.clone(),
+            payer_document: input.payer.document.as_ref().map(|d| d.as_str().to_owned()),
+            copy_paste: None,
+            qr_png_base64: None,
+            expires_at: None,
+            metadata: serde_json::Value::Object(input.metadata.clone()),
+            paid_at: None,
+            end_to_end_id: None,
+            amount_paid: None,
+            created_at: now,
+            updated_at: now,
+        };
+        if !self.store.insert_creating_charge(&charge).await? {
+            // A request with this reference ran before and died: continue its charge.
+            let existing = self
+                .store
+                .charge_by_reference(reference.as_str())
+                .await?
+                .ok_or_else(|| StoreError::Corrupt(format!("reference {reference} vanished")))?;
+            if existing.status != ChargeState::Creating {
+                return Ok(existing);
+            }
+            charge = existing;
+        }
+
+        let request = runtime::ChargeRequest {
+            reference: reference.to_string(),
+            amount: input.amount.centavos(),
+            description: input.description.clone(),
+            payer: runtime::Payer {
+                email: charge.payer_email.clone(),
+                name: charge.payer_name.clone(),
+                document: charge.payer_document.clone(),
+            },
+            expires_in: input.expires_in,
+        };
+        let started = std::time::Instant::now();
+        let result = adapter.create_charge(&prepared, request_id, &request).await;
+        crate::metrics::psp_call(
+            &input.provider,
+            "create-charge",
+            started.elapsed(),
+            result.is_ok(),
+        );
+        let psp = match result {
+            Ok(psp) => psp,
+            Err(error) => {
+                if nothing_created(&error) {
+                    self.store.delete_creating_charge(&charge.id).await?;
+                }
+                return Err(error.into());
+            }
+        };
+        let mut update = update_of(&psp);
+        let unusable = |detail: String| ChargeError::BadPspAnswer {
+            provider: input.provider.clone(),
+            detail,
+        };
+        let copy_paste = match &psp.copy_paste {
+            None => Err(unusable("it has no Pix copy-and-paste code".into())),
+            Some(code) => BrCode::parse(code)
+                .map_err(|e| unusable(format!("its Pix copy-and-paste code is invalid: {e}"))),
+        };
+        let copy_paste = match copy_paste {
+            Ok(code) => code,
+            Err(error) => {
+                // The charge exists at the PSP but cannot be paid through us: keep it, failed.
+                self.store
+                    .transition_charge(
+                        &charge.id,
+                        &[ChargeState::Creating],
+                        ChargeState::Failed,
+                        &update,
+                    )
+                    .await?;
+                return Err(error);
+            }
+        };
+        update.qr_png_base64 = match psp.qr_png_base64.filter(|b| !b.is_empty()) {
+            Some(png) => Some(png),
+            None => Some(
+                crate::domain::qr_png_base64(copy_paste.as_str()).map_err(|e| {
+                    unusable(format!("its copy-and-paste code cannot be drawn: {e}"))
+                })?,
+            ),
+        };
+        update.copy_paste = Some(copy_paste.as_str().to_owned());
+        update.expires_at = psp
+            .expires_at
+            .as_deref()
+            .and_then(crate::store::parse_rfc3339)
+            .or(Some(now + i64::from(input.expires_in) * 1000));
+        let state = match state_of(psp.status) {
+            ChargeState::Paid | ChargeState::Processing => state_of(psp.status),
+            _ => ChargeState::Pending,
+        };
+        let stored = self
+            .store
+            .transition_charge(&charge.id, &[ChargeState::Creating], state, &update)
+            .await?;
+        match stored {
+            Some(stored) => {
+                crate::metrics::charge_created(&stored.provider, stored.status.as_str());
+                Ok(stored)
+            }
+            // Someone else finished this very charge (a resumed request racing the first).
+            None => Ok(self
+                .store
+                .charge_by_reference(reference.as_str())
+                .await?
+                .ok_or_else(|| StoreError::Corrupt(format!("reference {reference} vanished")))?),
+        }
+    }
+
+    /// Asks the PSP to cancel a charge that can still be paid.
+    pub async fn cancel_charge(
+        &self,
+        charge: ChargeRecord,
+        request_id: &str,
+    ) -> Result<ChargeRecord, ChargeError> {
+        if charge.status.is_final() {
+            return Err(ChargeError::NotCancelable {
+                status: charge.status,
+            });
+        }
+        let adapter = self.adapter_for(&charge.provider)?;
+        if !adapter
+            .manifest()
+            .capabilities
+            .contains(runtime::Capabilities::CANCEL_CHARGE)
+        {
+            return Err(ChargeError::CancelUnsupported {
+                provider: charge.provider.clone(),
+            });
+        }
+        let prepared = self.connection_of(&adapter, &charge).await?;
+        let started = std::time::Instant::now();
+        let result = adapter
+            .cancel_charge(
+                &prepared,
+                request_id,
+                &charge.reference,
+                charge.psp_id.as_deref(),
+            )
+            .await;
+        crate::metrics::psp_call(
+            &charge.provider,
+            "cancel-charge",
+            started.elapsed(),
+            result.is_ok(),
+        );
+        let psp = result?;
+        let state = state_of(psp.status);
+        let open = [ChargeState::Pending, ChargeState::Processing];
+        let moved = match state {
+            ChargeState::Canceled
+            | ChargeState::Paid
+            | ChargeState::Expired
+            | ChargeState::Failed => {
+                self.store
+                    .transition_charge(&charge.id, &open, state, &update_of(&psp))
+                    .await?
+            }
+            _ => None,
+        };
+        let current = match moved {
+            Some(c) => c,
+            None => self
+                .store
+                .charge(&charge.merchant_id, charge.environment, &charge.id)
+                .await?
+                .unwrap_or(charge),
+        };
+        if current.status != ChargeState::Canceled {
+            return Err(ChargeError::NotCancelable {
+                status: current.status,
+            });
+        }
+        Ok(current)
+    }
+}
+
+/// Whether a failed create certainly left nothing at the PSP.
+fn nothing_created(error: &CallError) -> bool {
+    matches!(
+        error,
+        CallError::Psp {
+            error: PspError::Rejected(_)
+                | PspError::Unavailable(_)
+                | PspError::BadCredentials(_)
+                | PspError::NotFound(_)
+                | PspError::Unsupported(_)
+                | PspError::InvalidWebhook(_),
+            ..
+        }
+    )
+}
+
+/// Metadata limits, so a charge row stays small.
+pub const MAX_METADATA_KEYS: usize = 20;
+pub const MAX_METADATA_KEY_LEN: usize = 40;
+pub const MAX_METADATA_VALUE_LEN: usize = 500;
+
+/// A charge's fields as a JSON object of strings, for the payer echo.
+pub fn payer_json(charge: &ChargeRecord) -> Option<BTreeMap<&'static str, String>> {
+    let mut payer = BTreeMap::new();
+    if let Some(v) = &charge.payer_email {
+        payer.insert("email", v.clone());
+    }
+    if let Some(v) = &charge.payer_name {
+        payer.insert("name", v.clone());
+    }
+    if let Some(v) = &charge.payer_document {
+        payer.insert("document", v.clone());
+    }
+    (!payer.is_empty()).then_some(payer)
+}

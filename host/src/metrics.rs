@@ -1,0 +1,66 @@
+//! Prometheus metrics, served at `/metrics`. The names and labels are defined here and only
+//! here; the rest of the gateway calls the functions below.
+//!
+//! - `pixgw_http_requests_total{route, method, status}` and
+//!   `pixgw_http_request_duration_seconds{route, method}`
+//! - `pixgw_psp_call_duration_seconds{provider, operation, outcome}`: an adapter call, PSP round
+//!   trips included
+//! - `pixgw_charges_created_total{provider, status}`
+
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use axum::extract::{MatchedPath, Request};
+use axum::middleware::Next;
+use axum::response::Response;
+use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
+
+static HANDLE: OnceLock<PrometheusHandle> = OnceLock::new();
+
+/// Installs the process-wide recorder (once) and returns the handle that renders it.
+pub fn install() -> PrometheusHandle {
+    HANDLE
+        .get_or_init(|| {
+            let buckets = [
+                0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0,
+            ];
+            let recorder = PrometheusBuilder::new()
+                .set_buckets_for_metric(Matcher::Suffix("_seconds".into()), &buckets)
+                .expect("bucket list is not empty")
+                .build_recorder();
+            let handle = recorder.handle();
+            // Another recorder may exist when the gateway is embedded (tests); ours still renders.
+            let _ = metrics::set_global_recorder(recorder);
+            handle
+        })
+        .clone()
+}
+
+/// Records one HTTP request by its route template, not its raw path (bounded label values).
+pub async fn http_middleware(request: Request, next: Next) -> Response {
+    let started = Instant::now();
+    let method = request.method().to_string();
+    let route = request
+        .extensions()
+        .get::<MatchedPath>()
+        .map(|p| p.as_str().to_owned())
+        .unwrap_or_else(|| "unmatched".to_owned());
+    let response = next.run(request).await;
+    let status = response.status().as_u16().to_string();
+    metrics::counter!("pixgw_http_requests_total", "route" => route.clone(), "method" => method.clone(), "status" => status)
+        .increment(1);
+    metrics::histogram!("pixgw_http_request_duration_seconds", "route" => route, "method" => method)
+        .record(started.elapsed().as_secs_f64());
+    response
+}
+
+pub fn psp_call(provider: &str, operation: &'static str, elapsed: Duration, ok: bool) {
+    metrics::histogram!("pixgw_psp_call_duration_seconds",
+        "provider" => provider.to_owned(), "operation" => operation, "outcome" => if ok { "ok" } else { "error" })
+    .record(elapsed.as_secs_f64());
+}
+
+pub fn charge_created(provider: &str, status: &'static str) {
+    metrics::counter!("pixgw_charges_created_total", "provider" => provider.to_owned(), "status" => status)
+        .increment(1);
+}

@@ -1,0 +1,115 @@
+//! Merchant API keys: stored as a lookup prefix and a hash, never in clear.
+
+use sqlx::Row;
+
+use super::{Store, StoreError, now_ms};
+use crate::domain::Environment;
+
+/// A key's row, without anything that would let one use it.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct ApiKeyRecord {
+    pub id: String,
+    pub merchant_id: String,
+    pub environment: Environment,
+    pub prefix: String,
+    #[serde(skip)]
+    pub hash: String,
+    pub label: Option<String>,
+    pub created_at: i64,
+    pub last_used_at: Option<i64>,
+    pub revoked_at: Option<i64>,
+}
+
+const COLUMNS: &str =
+    "id, merchant_id, environment, prefix, hash, label, created_at, last_used_at, revoked_at";
+
+impl Store {
+    pub async fn insert_api_key(
+        &self,
+        merchant_id: &str,
+        environment: Environment,
+        prefix: &str,
+        hash: &str,
+        label: Option<&str>,
+    ) -> Result<ApiKeyRecord, StoreError> {
+        let record = ApiKeyRecord {
+            id: format!("key_{}", uuid::Uuid::now_v7().simple()),
+            merchant_id: merchant_id.to_owned(),
+            environment,
+            prefix: prefix.to_owned(),
+            hash: hash.to_owned(),
+            label: label.map(str::to_owned),
+            created_at: now_ms(),
+            last_used_at: None,
+            revoked_at: None,
+        };
+        sqlx::query(
+            "INSERT INTO api_keys (id, merchant_id, environment, prefix, hash, label, created_at) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7)",
+        )
+        .bind(&record.id)
+        .bind(&record.merchant_id)
+        .bind(record.environment.as_str())
+        .bind(&record.prefix)
+        .bind(&record.hash)
+        .bind(&record.label)
+        .bind(record.created_at)
+        .execute(self.pool())
+        .await?;
+        Ok(record)
+    }
+
+    /// Keys whose visible prefix is `prefix` (normally one); the caller verifies the hash.
+    pub async fn api_keys_by_prefix(&self, prefix: &str) -> Result<Vec<ApiKeyRecord>, StoreError> {
+        let rows = sqlx::query(&format!("SELECT {COLUMNS} FROM api_keys WHERE prefix = $1"))
+            .bind(prefix)
+            .fetch_all(self.pool())
+            .await?;
+        rows.iter().map(record_of).collect()
+    }
+
+    pub async fn api_keys(&self, merchant_id: &str) -> Result<Vec<ApiKeyRecord>, StoreError> {
+        let rows = sqlx::query(&format!(
+            "SELECT {COLUMNS} FROM api_keys WHERE merchant_id = $1 ORDER BY created_at, id"
+        ))
+        .bind(merchant_id)
+        .fetch_all(self.pool())
+        .await?;
+        rows.iter().map(record_of).collect()
+    }
+
+    /// Revokes a key; `false` when no unrevoked key has that id.
+    pub async fn revoke_api_key(&self, id: &str) -> Result<bool, StoreError> {
+        let done =
+            sqlx::query("UPDATE api_keys SET revoked_at = $1 WHERE id = $2 AND revoked_at IS NULL")
+                .bind(now_ms())
+                .bind(id)
+                .execute(self.pool())
+                .await?;
+        Ok(done.rows_affected() == 1)
+    }
+
+    /// Records a use. Callers throttle it: one write per key per minute is plenty.
+    pub async fn touch_api_key(&self, id: &str, at: i64) -> Result<(), StoreError> {
+        sqlx::query("UPDATE api_keys SET last_used_at = $1 WHERE id = $2")
+            .bind(at)
+            .bind(id)
+            .execute(self.pool())
+            .await?;
+        Ok(())
+    }
+}
+
+fn record_of(r: &sqlx::any::AnyRow) -> Result<ApiKeyRecord, StoreError> {
+    Ok(ApiKeyRecord {
+        id: r.get(0),
+        merchant_id: r.get(1),
+        environment: super::environment_of(r.get(2))?,
+        prefix: r.get(3),
+        hash: r.get(4),
+        label: r.get(5),
+        created_at: r.get(6),
+        last_used_at: r.get(7),
+        revoked_at: r.get(8),
+    })
+}

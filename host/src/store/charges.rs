@@ -1,0 +1,323 @@
+//! Charges. A row is written as `creating` before the PSP is called, so a charge the PSP made
+//! can always be found by its reference; it turns `pending` once the PSP answered, and is
+//! removed if the PSP refused (then no charge exists anywhere).
+
+use sqlx::Row;
+
+use super::{Store, StoreError};
+use crate::domain::Environment;
+
+/// Where a charge is in its life. `Creating` is internal: the API never shows it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ChargeState {
+    Creating,
+    Pending,
+    Processing,
+    Paid,
+    Expired,
+    Canceled,
+    Failed,
+}
+
+impl ChargeState {
+    pub const ALL: [ChargeState; 7] = [
+        ChargeState::Creating,
+        ChargeState::Pending,
+        ChargeState::Processing,
+        ChargeState::Paid,
+        ChargeState::Expired,
+        ChargeState::Canceled,
+        ChargeState::Failed,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ChargeState::Creating => "creating",
+            ChargeState::Pending => "pending",
+            ChargeState::Processing => "processing",
+            ChargeState::Paid => "paid",
+            ChargeState::Expired => "expired",
+            ChargeState::Canceled => "canceled",
+            ChargeState::Failed => "failed",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<ChargeState> {
+        Self::ALL.into_iter().find(|s| s.as_str() == text)
+    }
+
+    /// Transitions are monotonic: only a charge that can still be paid moves, and it never
+    /// moves back.
+    pub fn is_final(self) -> bool {
+        matches!(
+            self,
+            ChargeState::Paid | ChargeState::Expired | ChargeState::Canceled | ChargeState::Failed
+        )
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct ChargeRecord {
+    pub id: String,
+    pub merchant_id: String,
+    pub environment: Environment,
+    pub credential_id: String,
+    pub provider: String,
+    pub reference: String,
+    pub psp_id: Option<String>,
+    pub status: ChargeState,
+    pub amount: i64,
+    pub description: Option<String>,
+    pub payer_email: Option<String>,
+    pub payer_name: Option<String>,
+    pub payer_document: Option<String>,
+    pub copy_paste: Option<String>,
+    pub qr_png_base64: Option<String>,
+    pub expires_at: Option<i64>,
+    /// A JSON object, as the merchant sent it.
+    pub metadata: serde_json::Value,
+    pub paid_at: Option<i64>,
+    pub end_to_end_id: Option<String>,
+    pub amount_paid: Option<i64>,
+    pub created_at: i64,
+    pub updated_at: i64,
+}
+
+/// What the PSP reported, to be applied to a stored charge.
+#[derive(Debug, Clone, Default)]
+pub struct PspUpdate {
+    pub psp_id: Option<String>,
+    pub copy_paste: Option<String>,
+    pub qr_png_base64: Option<String>,
+    pub expires_at: Option<i64>,
+    pub paid_at: Option<i64>,
+    pub end_to_end_id: Option<String>,
+    pub amount_paid: Option<i64>,
+}
+
+/// Filters of `GET /v1/charges`, already validated.
+#[derive(Debug, Clone, Default)]
+pub struct ChargeFilter {
+    pub status: Option<ChargeState>,
+    pub provider: Option<String>,
+    pub created_gte: Option<i64>,
+    pub created_lt: Option<i64>,
+    /// Charges strictly older than this id (ids sort by creation).
+    pub starting_after: Option<String>,
+    pub limit: u32,
+}
+
+const COLUMNS: &str = "id, merchant_id, environment, credential_id, provider, reference, psp_id, \
+    status, amount, description, payer_email, payer_name, payer_document, copy_paste, \
+    qr_png_base64, expires_at, metadata, paid_at, end_to_end_id, amount_paid, created_at, updated_at";
+
+impl Store {
+    /// Writes a `creating` charge. `false` when a charge with this reference exists already
+    /// (a retry of a request that reserved it): the caller carries on with that one.
+    pub async fn insert_creating_charge(&self, c: &ChargeRecord) -> Result<bool, StoreError> {
+        let done = sqlx::query(&format!(
+            "INSERT INTO charges ({COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, \
+             $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22) \
+             ON CONFLICT (reference) DO NOTHING"
+        ))
+        .bind(&c.id)
+        .bind(&c.merchant_id)
+        .bind(c.environment.as_str())
+        .bind(&c.credential_id)
+        .bind(&c.provider)
+        .bind(&c.reference)
+        .bind(&c.psp_id)
+        .bind(c.status.as_str())
+        .bind(c.amount)
+        .bind(&c.description)
+        .bind(&c.payer_email)
+        .bind(&c.payer_name)
+        .bind(&c.payer_document)
+        .bind(&c.copy_paste)
+        .bind(&c.qr_png_base64)
+        .bind(c.expires_at)
+        .bind(c.metadata.to_string())
+        .bind(c.paid_at)
+        .bind(&c.end_to_end_id)
+        .bind(c.amount_paid)
+        .bind(c.created_at)
+        .bind(c.updated_at)
+        .execute(self.pool())
+        .await?;
+        Ok(done.rows_affected() == 1)
+    }
+
+    pub async fn charge_by_reference(
+        &self,
+        reference: &str,
+    ) -> Result<Option<ChargeRecord>, StoreError> {
+        let row = sqlx::query(&format!(
+            "SELECT {COLUMNS} FROM charges WHERE reference = $1"
+        ))
+        .bind(reference)
+        .fetch_optional(self.pool())
+        .await?;
+        row.as_ref().map(record_of).transpose()
+    }
+
+    /// A charge the merchant may see.
+    pub async fn charge(
+        &self,
+        merchant_id: &str,
+        environment: Environment,
+        id: &str,
+    ) -> Result<Option<ChargeRecord>, StoreError> {
+        let row = sqlx::query(&format!(
+            "SELECT {COLUMNS} FROM charges \
+             WHERE id = $1 AND merchant_id = $2 AND environment = $3 AND status <> 'creating'"
+        ))
+        .bind(id)
+        .bind(merchant_id)
+        .bind(environment.as_str())
+        .fetch_optional(self.pool())
+        .await?;
+        row.as_ref().map(record_of).transpose()
+    }
+
+    /// Newest first, `limit + 1` rows so the caller can tell whether more follow.
+    pub async fn charges(
+        &self,
+        merchant_id: &str,
+        environment: Environment,
+        filter: &ChargeFilter,
+    ) -> Result<Vec<ChargeRecord>, StoreError> {
+        let mut sql = format!(
+            "SELECT {COLUMNS} FROM charges \
+             WHERE merchant_id = $1 AND environment = $2 AND status <> 'creating'"
+        );
+        let mut n = 2;
+        let mut next = |clause: &str, sql: &mut String| {
+            n += 1;
+            sql.push_str(&clause.replace('?', &format!("${n}")));
+        };
+        if filter.status.is_some() {
+            next(" AND status = ?", &mut sql);
+        }
+        if filter.provider.is_some() {
+            next(" AND provider = ?", &mut sql);
+        }
+        if filter.created_gte.is_some() {
+            next(" AND created_at >= ?", &mut sql);
+        }
+        if filter.created_lt.is_some() {
+            next(" AND created_at < ?", &mut sql);
+        }
+        if filter.starting_after.is_some() {
+            next(" AND id < ?", &mut sql);
+        }
+        next(" ORDER BY id DESC LIMIT ?", &mut sql);
+        let mut query = sqlx::query(&sql)
+            .bind(merchant_id)
+            .bind(environment.as_str());
+        if let Some(status) = filter.status {
+            query = query.bind(status.as_str());
+        }
+        if let Some(provider) = &filter.provider {
+            query = query.bind(provider.as_str());
+        }
+        if let Some(t) = filter.created_gte {
+            query = query.bind(t);
+        }
+        if let Some(t) = filter.created_lt {
+            query = query.bind(t);
+        }
+        if let Some(id) = &filter.starting_after {
+            query = query.bind(id.as_str());
+        }
+        let rows = query
+            .bind(i64::from(filter.limit) + 1)
+            .fetch_all(self.pool())
+            .await?;
+        rows.iter().map(record_of).collect()
+    }
+
+    /// Moves a charge from `from` to `to` with what the PSP reported; `None` when the charge is
+    /// no longer in `from` (another request or a notification moved it first).
+    pub async fn transition_charge(
+        &self,
+        id: &str,
+        from: &[ChargeState],
+        to: ChargeState,
+        update: &PspUpdate,
+    ) -> Result<Option<ChargeRecord>, StoreError> {
+        let from_list = from
+            .iter()
+            .map(|s| format!("'{}'", s.as_str()))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let done = sqlx::query(&format!(
+            "UPDATE charges SET status = $1, updated_at = $2, \
+               psp_id = COALESCE($3, psp_id), copy_paste = COALESCE($4, copy_paste), \
+               qr_png_base64 = COALESCE($5, qr_png_base64), expires_at = COALESCE($6, expires_at), \
+               paid_at = COALESCE($7, paid_at), end_to_end_id = COALESCE($8, end_to_end_id), \
+               amount_paid = COALESCE($9, amount_paid) \
+             WHERE id = $10 AND status IN ({from_list})"
+        ))
+        .bind(to.as_str())
+        .bind(super::now_ms())
+        .bind(&update.psp_id)
+        .bind(&update.copy_paste)
+        .bind(&update.qr_png_base64)
+        .bind(update.expires_at)
+        .bind(update.paid_at)
+        .bind(&update.end_to_end_id)
+        .bind(update.amount_paid)
+        .bind(id)
+        .execute(self.pool())
+        .await?;
+        if done.rows_affected() == 0 {
+            return Ok(None);
+        }
+        let row = sqlx::query(&format!("SELECT {COLUMNS} FROM charges WHERE id = $1"))
+            .bind(id)
+            .fetch_one(self.pool())
+            .await?;
+        record_of(&row).map(Some)
+    }
+
+    /// Forgets a charge the PSP refused to create: nothing exists at the PSP.
+    pub async fn delete_creating_charge(&self, id: &str) -> Result<(), StoreError> {
+        sqlx::query("DELETE FROM charges WHERE id = $1 AND status = 'creating'")
+            .bind(id)
+            .execute(self.pool())
+            .await?;
+        Ok(())
+    }
+}
+
+fn record_of(r: &sqlx::any::AnyRow) -> Result<ChargeRecord, StoreError> {
+    let status: String = r.get(7);
+    let metadata: String = r.get(16);
+    Ok(ChargeRecord {
+        id: r.get(0),
+        merchant_id: r.get(1),
+        environment: super::environment_of(r.get(2))?,
+        credential_id: r.get(3),
+        provider: r.get(4),
+        reference: r.get(5),
+        psp_id: r.get(6),
+        status: ChargeState::parse(&status)
+            .ok_or_else(|| StoreError::Corrupt(format!("charge status {status:?}")))?,
+        amount: r.get(8),
+        description: r.get(9),
+        payer_email: r.get(10),
+        payer_name: r.get(11),
+        payer_document: r.get(12),
+        copy_paste: r.get(13),
+        qr_png_base64: r.get(14),
+        expires_at: r.get(15),
+        metadata: serde_json::from_str(&metadata)
+            .map_err(|e| StoreError::Corrupt(format!("charge metadata: {e}")))?,
+        paid_at: r.get(17),
+        end_to_end_id: r.get(18),
+        amount_paid: r.get(19),
+        created_at: r.get(20),
+        updated_at: r.get(21),
+    })
+}

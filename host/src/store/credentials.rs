@@ -1,0 +1,196 @@
+//! PSP credentials: a merchant's account at one PSP in one environment. Secret fields and the
+//! webhook token are stored sealed by the vault; the rest as JSON text.
+
+use std::collections::BTreeMap;
+
+use sqlx::Row;
+
+use super::{Store, StoreError};
+use crate::domain::Environment;
+
+#[derive(Debug, Clone)]
+pub struct CredentialRecord {
+    pub id: String,
+    pub merchant_id: String,
+    pub environment: Environment,
+    pub provider: String,
+    pub label: String,
+    /// Fields that are not secret, in clear.
+    pub public_fields: BTreeMap<String, String>,
+    /// Secret fields, each sealed by the vault.
+    pub sealed_fields: BTreeMap<String, String>,
+    pub webhook_id: String,
+    pub webhook_token_sealed: String,
+    pub active: bool,
+    pub position: i64,
+    pub created_at: i64,
+    pub updated_at: i64,
+}
+
+const COLUMNS: &str = "id, merchant_id, environment, provider, label, public_fields, \
+    sealed_fields, webhook_id, webhook_token_sealed, active, position, created_at, updated_at";
+
+impl Store {
+    pub async fn insert_credential(&self, c: &CredentialRecord) -> Result<(), StoreError> {
+        sqlx::query(&format!(
+            "INSERT INTO credentials ({COLUMNS}) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)"
+        ))
+        .bind(&c.id)
+        .bind(&c.merchant_id)
+        .bind(c.environment.as_str())
+        .bind(&c.provider)
+        .bind(&c.label)
+        .bind(json(&c.public_fields))
+        .bind(json(&c.sealed_fields))
+        .bind(&c.webhook_id)
+        .bind(&c.webhook_token_sealed)
+        .bind(i64::from(c.active))
+        .bind(c.position)
+        .bind(c.created_at)
+        .bind(c.updated_at)
+        .execute(self.pool())
+        .await?;
+        Ok(())
+    }
+
+    /// Writes back everything a merchant or a key rotation can change.
+    pub async fn update_credential(&self, c: &CredentialRecord) -> Result<(), StoreError> {
+        sqlx::query(
+            "UPDATE credentials SET label = $1, public_fields = $2, sealed_fields = $3, \
+             webhook_token_sealed = $4, active = $5, position = $6, updated_at = $7 \
+             WHERE id = $8",
+        )
+        .bind(&c.label)
+        .bind(json(&c.public_fields))
+        .bind(json(&c.sealed_fields))
+        .bind(&c.webhook_token_sealed)
+        .bind(i64::from(c.active))
+        .bind(c.position)
+        .bind(c.updated_at)
+        .bind(&c.id)
+        .execute(self.pool())
+        .await?;
+        Ok(())
+    }
+
+    pub async fn credential(
+        &self,
+        merchant_id: &str,
+        environment: Environment,
+        id: &str,
+    ) -> Result<Option<CredentialRecord>, StoreError> {
+        let row = sqlx::query(&format!(
+            "SELECT {COLUMNS} FROM credentials \
+             WHERE id = $1 AND merchant_id = $2 AND environment = $3 AND deleted_at IS NULL"
+        ))
+        .bind(id)
+        .bind(merchant_id)
+        .bind(environment.as_str())
+        .fetch_optional(self.pool())
+        .await?;
+        row.as_ref().map(record_of).transpose()
+    }
+
+    /// The merchant's credentials in one environment, in routing order.
+    pub async fn credentials(
+        &self,
+        merchant_id: &str,
+        environment: Environment,
+    ) -> Result<Vec<CredentialRecord>, StoreError> {
+        let rows = sqlx::query(&format!(
+            "SELECT {COLUMNS} FROM credentials \
+             WHERE merchant_id = $1 AND environment = $2 AND deleted_at IS NULL \
+             ORDER BY position, created_at, id"
+        ))
+        .bind(merchant_id)
+        .bind(environment.as_str())
+        .fetch_all(self.pool())
+        .await?;
+        rows.iter().map(record_of).collect()
+    }
+
+    /// The credential a charge for `provider` uses: the first active one in routing order.
+    pub async fn active_credential(
+        &self,
+        merchant_id: &str,
+        environment: Environment,
+        provider: &str,
+    ) -> Result<Option<CredentialRecord>, StoreError> {
+        let row = sqlx::query(&format!(
+            "SELECT {COLUMNS} FROM credentials \
+             WHERE merchant_id = $1 AND environment = $2 AND provider = $3 \
+               AND active = 1 AND deleted_at IS NULL \
+             ORDER BY position, created_at, id LIMIT 1"
+        ))
+        .bind(merchant_id)
+        .bind(environment.as_str())
+        .bind(provider)
+        .fetch_optional(self.pool())
+        .await?;
+        row.as_ref().map(record_of).transpose()
+    }
+
+    /// A credential by id alone, deleted ones included: for charges that name it.
+    pub async fn credential_by_id(&self, id: &str) -> Result<Option<CredentialRecord>, StoreError> {
+        let row = sqlx::query(&format!("SELECT {COLUMNS} FROM credentials WHERE id = $1"))
+            .bind(id)
+            .fetch_optional(self.pool())
+            .await?;
+        row.as_ref().map(record_of).transpose()
+    }
+
+    /// Every credential, deleted ones included: for re-encryption under a new master key.
+    pub async fn all_credentials(&self) -> Result<Vec<CredentialRecord>, StoreError> {
+        let rows = sqlx::query(&format!("SELECT {COLUMNS} FROM credentials ORDER BY id"))
+            .fetch_all(self.pool())
+            .await?;
+        rows.iter().map(record_of).collect()
+    }
+
+    /// Hides a credential from the API and from charge creation; its charges keep naming it.
+    pub async fn delete_credential(
+        &self,
+        merchant_id: &str,
+        environment: Environment,
+        id: &str,
+    ) -> Result<bool, StoreError> {
+        let done = sqlx::query(
+            "UPDATE credentials SET deleted_at = $1, active = 0 \
+             WHERE id = $2 AND merchant_id = $3 AND environment = $4 AND deleted_at IS NULL",
+        )
+        .bind(super::now_ms())
+        .bind(id)
+        .bind(merchant_id)
+        .bind(environment.as_str())
+        .execute(self.pool())
+        .await?;
+        Ok(done.rows_affected() == 1)
+    }
+}
+
+fn json(fields: &BTreeMap<String, String>) -> String {
+    serde_json::to_string(fields).expect("a map of strings serialises")
+}
+
+fn fields_of(text: String) -> Result<BTreeMap<String, String>, StoreError> {
+    serde_json::from_str(&text).map_err(|e| StoreError::Corrupt(format!("credential fields: {e}")))
+}
+
+fn record_of(r: &sqlx::any::AnyRow) -> Result<CredentialRecord, StoreError> {
+    Ok(CredentialRecord {
+        id: r.get(0),
+        merchant_id: r.get(1),
+        environment: super::environment_of(r.get(2))?,
+        provider: r.get(3),
+        label: r.get(4),
+        public_fields: fields_of(r.get(5))?,
+        sealed_fields: fields_of(r.get(6))?,
+        webhook_id: r.get(7),
+        webhook_token_sealed: r.get(8),
+        active: r.get::<i64, _>(9) != 0,
+        position: r.get(10),
+        created_at: r.get(11),
+        updated_at: r.get(12),
+    })
+}

@@ -1,0 +1,184 @@
+//! Idempotency keys: the first request with a key claims it; a replay gets the first answer.
+//!
+//! The claim is one `INSERT … ON CONFLICT DO NOTHING`, so of N concurrent requests with one key
+//! exactly one proceeds, on SQLite and on PostgreSQL shared by several gateways. The claim also
+//! reserves the charge reference: if the first request dies half-way, a retry after its lock
+//! expires resumes with the same reference, so the PSP cannot create a second charge.
+
+use sqlx::Row;
+
+use super::{Store, StoreError, now_ms};
+use crate::domain::Environment;
+
+/// Who owns a key: one merchant in one environment.
+#[derive(Debug, Clone, Copy)]
+pub struct KeyScope<'a> {
+    pub merchant_id: &'a str,
+    pub environment: Environment,
+    pub key: &'a str,
+}
+
+/// The outcome of trying to claim a key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Claim {
+    /// This request owns the key; create with this reference.
+    Fresh { reference: String },
+    /// A request with this key died before answering; this one resumes with its reference.
+    Resume { reference: String },
+    /// The key has an answer: give it again.
+    Replay { status: u16, body: String },
+    /// The key was used with another request.
+    Mismatch,
+    /// The first request with this key is still running.
+    InProgress,
+}
+
+impl Store {
+    /// Claims `scope` for a request whose fingerprint is `request_hash`. `reference` is the
+    /// reference this request would use; `lock_ms` how long it may take before a retry may
+    /// resume it; `ttl_ms` how long the key is kept at least.
+    pub async fn claim_idempotency_key(
+        &self,
+        scope: KeyScope<'_>,
+        request_hash: &str,
+        reference: &str,
+        lock_ms: i64,
+        ttl_ms: i64,
+    ) -> Result<Claim, StoreError> {
+        // Two rounds at most: the second one runs after an expired key was swept.
+        for _ in 0..2 {
+            let now = now_ms();
+            let inserted = sqlx::query(
+                "INSERT INTO idempotency_keys (merchant_id, environment, key, request_hash, \
+                 reference, locked_until, created_at, expires_at) \
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT DO NOTHING",
+            )
+            .bind(scope.merchant_id)
+            .bind(scope.environment.as_str())
+            .bind(scope.key)
+            .bind(request_hash)
+            .bind(reference)
+            .bind(now + lock_ms)
+            .bind(now)
+            .bind(now + ttl_ms)
+            .execute(self.pool())
+            .await?;
+            if inserted.rows_affected() == 1 {
+                return Ok(Claim::Fresh {
+                    reference: reference.to_owned(),
+                });
+            }
+            let Some(row) = sqlx::query(
+                "SELECT request_hash, reference, response_status, response_body, locked_until, \
+                 expires_at FROM idempotency_keys \
+                 WHERE merchant_id = $1 AND environment = $2 AND key = $3",
+            )
+            .bind(scope.merchant_id)
+            .bind(scope.environment.as_str())
+            .bind(scope.key)
+            .fetch_optional(self.pool())
+            .await?
+            else {
+                continue; // released between our insert and select: try again
+            };
+            let (stored_hash, stored_reference): (String, String) = (row.get(0), row.get(1));
+            let (status, body): (Option<i64>, Option<String>) = (row.get(2), row.get(3));
+            let (locked_until, expires_at): (i64, i64) = (row.get(4), row.get(5));
+            if expires_at <= now {
+                sqlx::query(
+                    "DELETE FROM idempotency_keys \
+                     WHERE merchant_id = $1 AND environment = $2 AND key = $3 AND expires_at <= $4",
+                )
+                .bind(scope.merchant_id)
+                .bind(scope.environment.as_str())
+                .bind(scope.key)
+                .bind(now)
+                .execute(self.pool())
+                .await?;
+                continue;
+            }
+            if stored_hash != request_hash {
+                return Ok(Claim::Mismatch);
+            }
+            if let (Some(status), Some(body)) = (status, body) {
+                return Ok(Claim::Replay {
+                    status: u16::try_from(status)
+                        .map_err(|_| StoreError::Corrupt(format!("response status {status}")))?,
+                    body,
+                });
+            }
+            if locked_until > now {
+                return Ok(Claim::InProgress);
+            }
+            // The first request died: take its lock over, unless someone else just did.
+            let taken = sqlx::query(
+                "UPDATE idempotency_keys SET locked_until = $1 \
+                 WHERE merchant_id = $2 AND environment = $3 AND key = $4 \
+                   AND response_status IS NULL AND locked_until = $5",
+            )
+            .bind(now + lock_ms)
+            .bind(scope.merchant_id)
+            .bind(scope.environment.as_str())
+            .bind(scope.key)
+            .bind(locked_until)
+            .execute(self.pool())
+            .await?;
+            return Ok(if taken.rows_affected() == 1 {
+                Claim::Resume {
+                    reference: stored_reference,
+                }
+            } else {
+                Claim::InProgress
+            });
+        }
+        Ok(Claim::InProgress)
+    }
+
+    /// Stores the answer of the request that owns the key, kept until `expires_at` at least.
+    pub async fn complete_idempotency_key(
+        &self,
+        scope: KeyScope<'_>,
+        status: u16,
+        body: &str,
+        expires_at: i64,
+    ) -> Result<(), StoreError> {
+        sqlx::query(
+            "UPDATE idempotency_keys SET response_status = $1, response_body = $2, \
+             expires_at = CASE WHEN expires_at > $3 THEN expires_at ELSE $3 END \
+             WHERE merchant_id = $4 AND environment = $5 AND key = $6",
+        )
+        .bind(i64::from(status))
+        .bind(body)
+        .bind(expires_at)
+        .bind(scope.merchant_id)
+        .bind(scope.environment.as_str())
+        .bind(scope.key)
+        .execute(self.pool())
+        .await?;
+        Ok(())
+    }
+
+    /// Ends the lock of a request that gave no final answer, keeping its reference: a retry
+    /// with the same key resumes at once instead of waiting for the lock to lapse.
+    pub async fn unlock_idempotency_key(&self, scope: KeyScope<'_>) -> Result<(), StoreError> {
+        sqlx::query(
+            "UPDATE idempotency_keys SET locked_until = 0 \
+             WHERE merchant_id = $1 AND environment = $2 AND key = $3 AND response_status IS NULL",
+        )
+        .bind(scope.merchant_id)
+        .bind(scope.environment.as_str())
+        .bind(scope.key)
+        .execute(self.pool())
+        .await?;
+        Ok(())
+    }
+
+    /// Deletes expired keys; run now and then by a background task.
+    pub async fn sweep_idempotency_keys(&self) -> Result<u64, StoreError> {
+        let done = sqlx::query("DELETE FROM idempotency_keys WHERE expires_at <= $1")
+            .bind(now_ms())
+            .execute(self.pool())
+            .await?;
+        Ok(done.rows_affected())
+    }
+}

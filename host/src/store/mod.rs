@@ -1,0 +1,187 @@
+//! Storage: one [`Store`] over SQLite (the embedded default) or PostgreSQL (several gateway
+//! instances on one database), chosen by the database URL.
+//!
+//! Queries are written once, through sqlx's `Any` driver, in the subset of SQL both backends
+//! speak: `$n` placeholders, `BIGINT` Unix-millisecond times, `TEXT` JSON, `ON CONFLICT`,
+//! `RETURNING`. The schema lives in `migrations/sqlite` and `migrations/postgres`, embedded in
+//! the binary. One module per table family: [`merchants`], [`api_keys`], [`credentials`],
+//! [`charges`], [`idempotency`].
+
+pub mod api_keys;
+pub mod charges;
+pub mod credentials;
+pub mod idempotency;
+pub mod merchants;
+
+use std::str::FromStr;
+use std::time::Duration;
+
+use sqlx::any::{AnyConnectOptions, AnyPoolOptions};
+use sqlx::{AnyPool, ConnectOptions, Executor};
+
+/// The one error type of this boundary. Constraint violations that callers act on get their
+/// own case; everything else is an internal error the API logs and hides.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("database URL {0:?} is not valid: {1}")]
+    BadUrl(String, String),
+    #[error("cannot connect to the database: {0}")]
+    Connect(sqlx::Error),
+    #[error("database migration failed: {0}")]
+    Migrate(#[from] sqlx::migrate::MigrateError),
+    #[error("a stored value is corrupt: {0}")]
+    Corrupt(String),
+    #[error("database error: {0}")]
+    Sql(#[from] sqlx::Error),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    Sqlite,
+    Postgres,
+}
+
+/// The database every part of the gateway shares.
+#[derive(Clone, Debug)]
+pub struct Store {
+    pool: AnyPool,
+    backend: Backend,
+}
+
+impl Store {
+    /// Opens `url` (`sqlite://path/to/file.db` or `postgres://…`). A SQLite file and its folder
+    /// are created when missing; SQLite runs in WAL mode with a busy timeout so concurrent
+    /// requests wait for the writer instead of failing.
+    pub async fn connect(url: &str) -> Result<Store, StoreError> {
+        sqlx::any::install_default_drivers();
+        let bad = |reason: &str| StoreError::BadUrl(url.to_owned(), reason.to_owned());
+        let (backend, url) = if let Some(path) = url.strip_prefix("sqlite://") {
+            let (file, query) = path.split_once('?').unwrap_or((path, ""));
+            if file.is_empty() {
+                return Err(bad("give a file path, e.g. sqlite://data/pixgw.db"));
+            }
+            if file != ":memory:"
+                && let Some(dir) = std::path::Path::new(file).parent()
+                && !dir.as_os_str().is_empty()
+            {
+                std::fs::create_dir_all(dir)
+                    .map_err(|e| bad(&format!("cannot create {}: {e}", dir.display())))?;
+            }
+            let query = if query.contains("mode=") {
+                query.to_owned()
+            } else if query.is_empty() {
+                "mode=rwc".to_owned()
+            } else {
+                format!("{query}&mode=rwc")
+            };
+            (Backend::Sqlite, format!("sqlite://{file}?{query}"))
+        } else if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+            (Backend::Postgres, url.to_owned())
+        } else {
+            return Err(bad("it must start with sqlite:// or postgres://"));
+        };
+        let options = AnyConnectOptions::from_str(&url)
+            .map_err(|e| bad(&e.to_string()))?
+            .log_slow_statements(tracing::log::LevelFilter::Warn, Duration::from_secs(1))
+            .log_statements(tracing::log::LevelFilter::Trace);
+        let pool = AnyPoolOptions::new()
+            .max_connections(match backend {
+                Backend::Sqlite => 8,
+                Backend::Postgres => 16,
+            })
+            .acquire_timeout(Duration::from_secs(10))
+            .after_connect(move |conn, _| {
+                Box::pin(async move {
+                    if backend == Backend::Sqlite {
+                        conn.execute(
+                            "PRAGMA journal_mode = WAL; PRAGMA busy_timeout = 10000; \
+                             PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON;",
+                        )
+                        .await?;
+                    }
+                    Ok(())
+                })
+            })
+            .connect_with(options)
+            .await
+            .map_err(StoreError::Connect)?;
+        Ok(Store { pool, backend })
+    }
+
+    /// Brings the schema up to date. Safe to run from several processes at once.
+    pub async fn migrate(&self) -> Result<(), StoreError> {
+        match self.backend {
+            Backend::Sqlite => {
+                sqlx::migrate!("../migrations/sqlite")
+                    .run(&self.pool)
+                    .await?
+            }
+            Backend::Postgres => {
+                sqlx::migrate!("../migrations/postgres")
+                    .run(&self.pool)
+                    .await?
+            }
+        }
+        Ok(())
+    }
+
+    pub fn backend(&self) -> Backend {
+        self.backend
+    }
+
+    pub fn pool(&self) -> &AnyPool {
+        &self.pool
+    }
+
+    /// Answers when the database does: for `/readyz`.
+    pub async fn ping(&self) -> Result<(), StoreError> {
+        sqlx::query("SELECT 1").execute(&self.pool).await?;
+        Ok(())
+    }
+}
+
+/// A stored `environment` column.
+fn environment_of(text: String) -> Result<crate::domain::Environment, StoreError> {
+    text.parse()
+        .map_err(|_| StoreError::Corrupt(format!("environment {text:?}")))
+}
+
+/// Now, in the stored representation: Unix milliseconds, UTC.
+pub fn now_ms() -> i64 {
+    time::OffsetDateTime::now_utc().unix_timestamp_nanos() as i64 / 1_000_000
+}
+
+/// A stored time as RFC 3339 with millisecond precision, for API output.
+pub fn rfc3339(ms: i64) -> String {
+    let t = time::OffsetDateTime::from_unix_timestamp_nanos(ms as i128 * 1_000_000)
+        .unwrap_or(time::OffsetDateTime::UNIX_EPOCH);
+    t.format(&time::format_description::well_known::Rfc3339)
+        .unwrap_or_default()
+}
+
+/// Parses an RFC 3339 time into stored milliseconds.
+pub fn parse_rfc3339(text: &str) -> Option<i64> {
+    let t =
+        time::OffsetDateTime::parse(text, &time::format_description::well_known::Rfc3339).ok()?;
+    Some((t.unix_timestamp_nanos() / 1_000_000) as i64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn times_round_trip_through_rfc3339() {
+        assert_eq!(rfc3339(0), "1970-01-01T00:00:00Z");
+        assert_eq!(rfc3339(1_700_000_000_123), "2023-11-14T22:13:20.123Z");
+        assert_eq!(
+            parse_rfc3339("2023-11-14T22:13:20.123Z"),
+            Some(1_700_000_000_123)
+        );
+        assert_eq!(
+            parse_rfc3339("2023-11-14T19:13:20.123-03:00"),
+            Some(1_700_000_000_123)
+        );
+        assert_eq!(parse_rfc3339("yesterday"), None);
+    }
+}
