@@ -8,11 +8,13 @@ use crate::runtime::Runtime;
 use crate::store::Store;
 use crate::vault::Vault;
 
-/// Settings the API needs beyond the runtime's.
+/// Settings the API and the background tasks need beyond the runtime's.
 #[derive(Debug, Clone)]
 pub struct AppConfig {
     /// Public base URL of this gateway, without a trailing slash: webhook URLs start with it.
     pub base_url: String,
+    pub delivery: crate::webhooks::outbound::DeliveryConfig,
+    pub reconciler: crate::reconciler::ReconcilerConfig,
 }
 
 pub struct App {
@@ -24,6 +26,10 @@ pub struct App {
     pub metrics: metrics_exporter_prometheus::PrometheusHandle,
     /// API keys whose last use was recorded recently: at most one write per key per minute.
     pub key_uses: parking_lot::Mutex<std::collections::HashMap<String, i64>>,
+    /// Wakes the delivery worker when this gateway wrote to the outbox.
+    pub outbox: crate::webhooks::outbound::OutboxSignal,
+    /// Charge status changes made by this gateway, for live screens.
+    pub live: crate::live::LiveUpdates,
 }
 
 impl App {
@@ -36,6 +42,8 @@ impl App {
             config,
             metrics: crate::metrics::install(),
             key_uses: Default::default(),
+            outbox: Default::default(),
+            live: Default::default(),
         })
     }
 }

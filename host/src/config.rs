@@ -42,8 +42,66 @@ pub fn parse_endpoint_overrides(text: &str) -> Result<Vec<EndpointOverride>, Str
         .collect()
 }
 
+/// Parses one duration: `500ms`, `10s`, `5m`, `2h`, `3d`.
+pub fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
+    let text = text.trim();
+    let split = text
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(text.len());
+    let (number, unit) = text.split_at(split);
+    let n: u64 = number
+        .parse()
+        .map_err(|_| format!("{text:?} is not a duration like 500ms, 10s, 5m, 2h or 3d"))?;
+    let ms = match unit {
+        "ms" => n,
+        "s" => n * 1000,
+        "m" => n * 60_000,
+        "h" => n * 3_600_000,
+        "d" => n * 86_400_000,
+        _ => {
+            return Err(format!(
+                "{text:?} is not a duration like 500ms, 10s, 5m, 2h or 3d"
+            ));
+        }
+    };
+    Ok(std::time::Duration::from_millis(ms))
+}
+
+/// Parses a comma-separated list of durations.
+pub fn parse_durations(text: &str) -> Result<Vec<std::time::Duration>, String> {
+    let list: Vec<_> = text
+        .split(',')
+        .filter(|t| !t.trim().is_empty())
+        .map(parse_duration)
+        .collect::<Result<_, _>>()?;
+    if list.is_empty() {
+        return Err("give at least one duration".into());
+    }
+    Ok(list)
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn durations_parse_with_their_units() {
+        use std::time::Duration;
+        assert_eq!(
+            parse_durations("500ms, 10s,5m,2h,1d").unwrap(),
+            vec![
+                Duration::from_millis(500),
+                Duration::from_secs(10),
+                Duration::from_secs(300),
+                Duration::from_secs(7200),
+                Duration::from_secs(86400)
+            ]
+        );
+        assert_eq!(
+            parse_duration("5 minutes").unwrap_err(),
+            "\"5 minutes\" is not a duration like 500ms, 10s, 5m, 2h or 3d"
+        );
+        assert!(parse_durations("").is_err());
+    }
+
     use super::*;
 
     #[test]

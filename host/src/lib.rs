@@ -7,6 +7,8 @@
 //! - [`domain`]: values parsed at the edge (amounts, documents, references, BR Codes, keys).
 //! - [`charges`], [`credentials`]: what the API does, without HTTP.
 //! - [`store`]: SQLite / PostgreSQL; [`vault`]: encryption of secrets at rest.
+//! - [`webhooks`]: PSP notifications in, signed events out; [`reconciler`]: asks PSPs about
+//!   charges that can still change; [`live`]: status changes for live screens.
 //! - [`metrics`]: Prometheus metrics.
 
 pub mod api;
@@ -15,7 +17,10 @@ pub mod charges;
 pub mod config;
 pub mod credentials;
 pub mod domain;
+pub mod live;
 pub mod metrics;
+pub mod reconciler;
 pub mod runtime;
 pub mod store;
 pub mod vault;
+pub mod webhooks;

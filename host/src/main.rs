@@ -123,6 +123,21 @@ struct ServeArgs {
     /// A PEM file of CA certificates to trust for PSP connections (repeatable).
     #[arg(long = "trusted-ca", env = "PIXGW_TRUSTED_CA", value_delimiter = ',')]
     trusted_ca: Vec<PathBuf>,
+    /// Let merchants' webhook endpoints be loopback or private addresses (development, tests).
+    #[arg(long, env = "PIXGW_ALLOW_PRIVATE_WEBHOOK_URLS")]
+    allow_private_webhook_urls: bool,
+    /// Delays between webhook delivery attempts (the default: 10 attempts over 75 hours).
+    #[arg(long, env = "PIXGW_WEBHOOK_RETRY_DELAYS", default_value = "1m,5m,30m,2h,5h,10h,14h,20h,24h", value_parser = pixgw::config::parse_durations)]
+    webhook_retry_delays: std::vec::Vec<std::time::Duration>,
+    /// When the reconciler asks PSPs about a charge after its creation; the last delay repeats.
+    #[arg(long, env = "PIXGW_RECONCILE_SCHEDULE", default_value = "10s,30s,1m,2m,5m,10m,15m", value_parser = pixgw::config::parse_durations)]
+    reconcile_schedule: std::vec::Vec<std::time::Duration>,
+    /// Time after a charge's expiry before an unpaid charge is declared expired.
+    #[arg(long, env = "PIXGW_RECONCILE_GRACE", default_value = "5m", value_parser = pixgw::config::parse_duration)]
+    reconcile_grace: std::time::Duration,
+    /// How often the background workers look for work that other gateways queued.
+    #[arg(long, env = "PIXGW_WORKER_POLL", default_value = "1s", value_parser = pixgw::config::parse_duration)]
+    worker_poll: std::time::Duration,
     /// `provider.endpoint[.test|.live]=url`, comma-separated: reach a PSP through a proxy or a
     /// simulator.
     #[arg(long, env = "PIXGW_ENDPOINT_OVERRIDES", default_value = "")]
@@ -335,8 +350,36 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         .unwrap_or_else(|| format!("http://{addr}"))
         .trim_end_matches('/')
         .to_owned();
-    let app = pixgw::app::App::new(store, vault, runtime, pixgw::app::AppConfig { base_url });
-    let sweeper = tokio::spawn(sweep_idempotency_keys(app.clone()));
+    let config = pixgw::app::AppConfig {
+        base_url,
+        delivery: pixgw::webhooks::outbound::DeliveryConfig {
+            retry_delays: args.webhook_retry_delays,
+            poll_interval: args.worker_poll,
+            destinations: pixgw::webhooks::destination::DestinationPolicy {
+                allow_private: args.allow_private_webhook_urls,
+            },
+            ..Default::default()
+        },
+        reconciler: pixgw::reconciler::ReconcilerConfig {
+            schedule: args.reconcile_schedule,
+            grace: args.reconcile_grace,
+            poll_interval: args.worker_poll,
+        },
+    };
+    let deliverer = std::sync::Arc::new(pixgw::webhooks::outbound::Deliverer::new(
+        config.delivery.clone(),
+    )?);
+    let app = pixgw::app::App::new(store, vault, runtime, config);
+    // Background work; each task ends with the process.
+    let tasks = [
+        tokio::spawn(sweep_idempotency_keys(app.clone())),
+        tokio::spawn(deliverer.run(app.clone())),
+        tokio::spawn(pixgw::reconciler::run(app.clone())),
+        tokio::spawn(pixgw::webhooks::inbound::retry_unprocessed(
+            app.clone(),
+            args.worker_poll * 5,
+        )),
+    ];
     let router = pixgw::api::router(app);
     tracing::info!(%addr, "pixgw listening");
     // Tests and scripts read this line to learn the port when listening on port 0.
@@ -344,7 +387,9 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     axum::serve(listener, router)
         .with_graceful_shutdown(shutdown_signal())
         .await?;
-    sweeper.abort();
+    for task in tasks {
+        task.abort();
+    }
     tracing::info!("pixgw stopped");
     Ok(())
 }

@@ -5,7 +5,7 @@
 //!   `pixgw_http_request_duration_seconds{route, method}`
 //! - `pixgw_psp_call_duration_seconds{provider, operation, outcome}`: an adapter call, PSP round
 //!   trips included
-//! - `pixgw_charges_created_total{provider, status}`
+//! - `pixgw_charges_total{provider, status}`: charges reaching each status
 
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
@@ -60,7 +60,8 @@ pub fn psp_call(provider: &str, operation: &'static str, elapsed: Duration, ok: 
     .record(elapsed.as_secs_f64());
 }
 
-pub fn charge_created(provider: &str, status: &'static str) {
-    metrics::counter!("pixgw_charges_created_total", "provider" => provider.to_owned(), "status" => status)
+/// A charge reached `status` (created ones reach `pending`).
+pub fn charge_status(provider: &str, status: &'static str) {
+    metrics::counter!("pixgw_charges_total", "provider" => provider.to_owned(), "status" => status)
         .increment(1);
 }

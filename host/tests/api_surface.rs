@@ -112,7 +112,7 @@ async fn openapi_health_and_metrics(backend: Backend) {
         "{metrics}"
     );
     assert!(
-        has(r#"pixgw_charges_created_total{provider="efi",status="pending"} 1"#),
+        has(r#"pixgw_charges_total{provider="efi",status="pending"} 1"#),
         "{metrics}"
     );
     assert!(

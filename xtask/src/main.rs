@@ -227,6 +227,8 @@ fn demo() -> anyhow::Result<()> {
             .args(["--endpoint-overrides", &overrides.join(",")])
             .env("PIXGW_DATABASE_URL", &database_url)
             .env("PIXGW_DATA_DIR", &data_dir)
+            // The demo's event receiver listens on loopback.
+            .env("PIXGW_ALLOW_PRIVATE_WEBHOOK_URLS", "true")
             .arg("--compile-cache-dir")
             .arg(target_dir().join("demo/compiled"))
             .spawn()
@@ -268,6 +270,33 @@ fn demo() -> anyhow::Result<()> {
         );
         connected.push(provider.clone());
     }
+    // A receiver for the merchant's signed events, printing each one as it arrives.
+    let receiver =
+        std::net::TcpListener::bind("127.0.0.1:0").context("binding the event receiver")?;
+    let receiver_url = format!("http://{}/events", receiver.local_addr()?);
+    let body = serde_json::json!({
+        "url": receiver_url,
+        "events": ["charge.created", "charge.paid", "charge.expired", "charge.canceled", "charge.failed"],
+        "description": "cargo xtask demo receiver",
+    });
+    let (status, answer) = http(
+        &url,
+        "POST",
+        "/v1/webhook_endpoints",
+        Some(&api_key),
+        Some(&body.to_string()),
+    )?;
+    ensure!(
+        status == 201,
+        "registering the demo's webhook endpoint failed ({status}): {answer}"
+    );
+    let endpoint: serde_json::Value = serde_json::from_str(&answer)?;
+    let secret = endpoint["secret"]
+        .as_str()
+        .context("the endpoint has no secret")?
+        .to_owned();
+    std::thread::spawn(move || receive_events(receiver, &secret));
+
     let control_url = info["control_url"].as_str().unwrap_or_default();
     std::fs::write(
         demo_dir.join("demo.env"),
@@ -277,7 +306,7 @@ fn demo() -> anyhow::Result<()> {
         "\npixgw demo is up (merchant {merchant}; test credentials at {}).\n\
          \n  gateway:        {url}\n  API key:        {api_key}\n  PSP simulator:  {control_url}/_sim/info\n  settings:       {}\n\
          \nCreate a charge:\n\n  curl -s {url}/v1/charges -H 'Authorization: Bearer {api_key}' \\\n    -H 'Idempotency-Key: demo-1' -H 'Content-Type: application/json' \\\n    -d '{{\"amount\": 1990, \"provider\": \"efi\", \"description\": \"Demo\"}}'\n\
-         \nPay it at the simulator (use the charge's reference):\n\n  curl -s {control_url}/_sim/pay -H 'Content-Type: application/json' \\\n    -d '{{\"provider\": \"efi\", \"reference\": \"<reference>\"}}'\n\nCtrl-C stops both.",
+         \nPay it at the simulator (use the charge's reference):\n\n  curl -s {control_url}/_sim/pay -H 'Content-Type: application/json' \\\n    -d '{{\"provider\": \"efi\", \"reference\": \"<reference>\"}}'\n\nSigned events to the demo endpoint ({receiver_url}) are printed below. Ctrl-C stops everything.",
         connected.join(", "),
         demo_dir.join("demo.env").display()
     );
@@ -300,6 +329,60 @@ fn wait_for(path: &Path, timeout: Duration) -> anyhow::Result<String> {
         std::thread::sleep(Duration::from_millis(100));
     }
     bail!("{} did not appear within {timeout:?}", path.display())
+}
+
+/// The demo merchant's endpoint: prints every event and whether its Standard Webhooks
+/// signature checks out with the endpoint's secret.
+fn receive_events(listener: std::net::TcpListener, secret: &str) {
+    use base64::Engine;
+    use hmac::{Hmac, Mac};
+    use std::io::{BufRead, BufReader, Read, Write};
+    let key = base64::engine::general_purpose::STANDARD
+        .decode(secret.trim_start_matches("whsec_"))
+        .unwrap_or_default();
+    for stream in listener.incoming().flatten() {
+        let mut reader = BufReader::new(&stream);
+        let mut headers = std::collections::HashMap::new();
+        let mut line = String::new();
+        let _ = reader.read_line(&mut line); // request line
+        loop {
+            line.clear();
+            if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
+                break;
+            }
+            if let Some((k, v)) = line.split_once(':') {
+                headers.insert(k.trim().to_ascii_lowercase(), v.trim().to_owned());
+            }
+        }
+        let length = headers
+            .get("content-length")
+            .and_then(|l| l.parse().ok())
+            .unwrap_or(0);
+        let mut body = vec![0; length];
+        let _ = reader.read_exact(&mut body);
+        let header = |name: &str| headers.get(name).map(String::as_str).unwrap_or("");
+        let mut mac = Hmac::<sha2::Sha256>::new_from_slice(&key).expect("any key length");
+        mac.update(format!("{}.{}.", header("webhook-id"), header("webhook-timestamp")).as_bytes());
+        mac.update(&body);
+        let expected = format!(
+            "v1,{}",
+            base64::engine::general_purpose::STANDARD.encode(mac.finalize().into_bytes())
+        );
+        let valid = header("webhook-signature")
+            .split(' ')
+            .any(|s| s == expected);
+        let event: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
+        println!(
+            "demo endpoint <- {} {} charge {} is {} (signature {})",
+            event["id"].as_str().unwrap_or("?"),
+            event["type"].as_str().unwrap_or("?"),
+            event["data"]["object"]["id"].as_str().unwrap_or("?"),
+            event["data"]["object"]["status"].as_str().unwrap_or("?"),
+            if valid { "valid" } else { "INVALID" }
+        );
+        let _ = (&stream)
+            .write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\nconnection: close\r\n\r\n");
+    }
 }
 
 /// One plain HTTP/1.0 exchange with the local gateway: (status, body). The demo needs no more.

@@ -171,6 +171,18 @@ impl JsonObject {
         }))
     }
 
+    /// A JSON array: its full parameter name and its items.
+    pub fn list(&mut self, key: &str) -> Result<Option<(String, Vec<Value>)>, ApiError> {
+        match self.take(key) {
+            None => Ok(None),
+            Some(Value::Array(items)) => Ok(Some((self.name(key), items))),
+            Some(other) => Err(ApiError::invalid_param(
+                self.name(key),
+                format!("{} must be a list; got {other}.", self.name(key)),
+            )),
+        }
+    }
+
     fn missing(&self, key: &str, what: &str) -> ApiError {
         ApiError::invalid_param(
             self.name(key),

@@ -16,17 +16,19 @@ use super::body::{JsonBody, JsonObject};
 use super::error::{ApiError, ErrorResponse, ErrorType};
 use super::{psp_failure, request_id};
 use crate::app::App;
+use crate::charges::object::{ChargeObject, PayerSchema};
 use crate::charges::{self, Caller, ChargeInput, PayerInput};
 use crate::domain::{Amount, Document, Email, Reference};
-use crate::store::charges::{ChargeFilter, ChargeRecord, ChargeState};
+use crate::store::charges::{ChargeFilter, ChargeState};
 use crate::store::idempotency::{Claim, KeyScope};
-use crate::store::{now_ms, parse_rfc3339, rfc3339};
+use crate::store::{now_ms, parse_rfc3339};
 
 pub fn router() -> Router<Arc<App>> {
     Router::new()
         .route("/v1/charges", post(create).get(list))
         .route("/v1/charges/{id}", get(read))
         .route("/v1/charges/{id}/cancel", post(cancel))
+        .route("/v1/charges/{id}/stream", get(stream))
 }
 
 /// Idempotency keys are kept at least this long, and at least until the charge expires.
@@ -54,91 +56,6 @@ pub struct CreateChargeRequest {
     expires_in: Option<u32>,
     /// Up to 20 string values (keys ≤ 40 characters, values ≤ 500), returned as given.
     metadata: Option<std::collections::BTreeMap<String, String>>,
-}
-
-#[derive(Serialize, Deserialize, ToSchema)]
-pub struct PayerSchema {
-    /// Required by some PSPs (the manifest's required payer fields).
-    email: Option<String>,
-    /// 1 to 200 characters.
-    name: Option<String>,
-    /// CPF (11 digits) or CNPJ (14 characters, alphanumeric allowed), with valid check digits;
-    /// punctuation is accepted and removed.
-    document: Option<String>,
-}
-
-/// The Pix data the payer uses.
-#[derive(Serialize, ToSchema)]
-pub struct PixData {
-    /// The Pix copy-and-paste code (BR Code), checked (TLV and CRC) before it is returned.
-    copy_paste: Option<String>,
-    /// PNG of the QR code, base64.
-    qr_code_base64: Option<String>,
-    /// RFC 3339.
-    expires_at: Option<String>,
-}
-
-/// A charge.
-#[derive(Serialize, ToSchema)]
-pub struct ChargeObject {
-    /// `chg_…`; ids sort by creation time.
-    id: String,
-    /// Always `charge`.
-    object: &'static str,
-    /// `pending`, `processing`, `paid`, `expired`, `canceled` or `failed`.
-    status: &'static str,
-    amount: i64,
-    /// Always `BRL`.
-    currency: &'static str,
-    /// The PSP that holds the charge.
-    provider: String,
-    /// The gateway-chosen reference sent to the PSP (its txid, idempotency key or correlation id).
-    reference: String,
-    /// The PSP's own id for the charge.
-    psp_id: Option<String>,
-    description: Option<String>,
-    payer: Option<PayerSchema>,
-    pix: PixData,
-    /// `true` for live keys' charges.
-    livemode: bool,
-    created_at: String,
-    paid_at: Option<String>,
-    end_to_end_id: Option<String>,
-    amount_paid: Option<i64>,
-    metadata: serde_json::Value,
-}
-
-impl From<&ChargeRecord> for ChargeObject {
-    fn from(c: &ChargeRecord) -> Self {
-        let payer = charges::payer_json(c).map(|_| PayerSchema {
-            email: c.payer_email.clone(),
-            name: c.payer_name.clone(),
-            document: c.payer_document.clone(),
-        });
-        ChargeObject {
-            id: c.id.clone(),
-            object: "charge",
-            status: c.status.as_str(),
-            amount: c.amount,
-            currency: "BRL",
-            provider: c.provider.clone(),
-            reference: c.reference.clone(),
-            psp_id: c.psp_id.clone(),
-            description: c.description.clone(),
-            payer,
-            pix: PixData {
-                copy_paste: c.copy_paste.clone(),
-                qr_code_base64: c.qr_png_base64.clone(),
-                expires_at: c.expires_at.map(rfc3339),
-            },
-            livemode: c.environment == crate::domain::Environment::Live,
-            created_at: rfc3339(c.created_at),
-            paid_at: c.paid_at.map(rfc3339),
-            end_to_end_id: c.end_to_end_id.clone(),
-            amount_paid: c.amount_paid,
-            metadata: c.metadata.clone(),
-        }
-    }
 }
 
 /// Takes the request apart into a [`ChargeInput`]; every bad field is a 400 naming it.
@@ -535,4 +452,82 @@ pub async fn cancel(
         .await
         .map_err(|e| psp_failure::from_charge_error(e, caller.environment))?;
     Ok(Json(ChargeObject::from(&canceled)))
+}
+
+/// How often a stream re-reads the charge, for changes made by another gateway.
+const STREAM_POLL: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// Follow a charge's status live (server-sent events): an `status` event with the current
+/// status at once, then one at every change; the stream ends after a final status.
+#[utoipa::path(get, path = "/v1/charges/{id}/stream", tag = "charges",
+    params(("id" = String, Path, description = "`chg_…`")),
+    responses(
+        (status = 200, description = "`text/event-stream`; each event is `event: status`, `data: {\"id\", \"status\"}`", content_type = "text/event-stream"),
+        (status = 401, body = ErrorResponse), (status = 404, body = ErrorResponse)),
+    security(("api_key" = [])))]
+pub async fn stream(
+    State(app): State<Arc<App>>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> Result<
+    axum::response::Sse<
+        impl futures::Stream<Item = Result<axum::response::sse::Event, std::convert::Infallible>>,
+    >,
+    ApiError,
+> {
+    use axum::response::sse::{Event, KeepAlive, Sse};
+    // Subscribe before reading, so a change between the two is not missed.
+    let updates = app.live.subscribe();
+    let charge = app
+        .store
+        .charge(&caller.merchant_id, caller.environment, &id)
+        .await?
+        .ok_or_else(|| ApiError::not_found("charge", &id))?;
+    struct Follow {
+        app: Arc<App>,
+        caller: Caller,
+        id: String,
+        updates: tokio::sync::broadcast::Receiver<crate::live::StatusChange>,
+        last: Option<ChargeState>,
+        current: ChargeState,
+    }
+    let start = Follow {
+        app,
+        caller,
+        id,
+        updates,
+        last: None,
+        current: charge.status,
+    };
+    let events = futures::stream::unfold(start, |mut f| async move {
+        loop {
+            if f.last != Some(f.current) {
+                f.last = Some(f.current);
+                let data =
+                    serde_json::json!({"id": f.id, "status": f.current.as_str()}).to_string();
+                return Some((Ok(Event::default().event("status").data(data)), f));
+            }
+            if f.current.is_final() {
+                return None;
+            }
+            let changed = tokio::select! {
+                update = f.updates.recv() => match update {
+                    Ok(change) => change.charge_id == f.id,
+                    // Lagged or closed: read the charge again.
+                    Err(_) => true,
+                },
+                _ = tokio::time::sleep(STREAM_POLL) => true,
+            };
+            if changed
+                && let Ok(Some(charge)) = f
+                    .app
+                    .store
+                    .charge(&f.caller.merchant_id, f.caller.environment, &f.id)
+                    .await
+            {
+                f.current = charge.status;
+            }
+        }
+    });
+    Ok(Sse::new(events).keep_alive(KeepAlive::default()))
 }

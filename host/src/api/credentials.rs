@@ -42,6 +42,10 @@ pub struct WebhookInfo {
     /// The token that authenticates notifications (already in `url` for PSPs that call the URL
     /// as registered; otherwise configure it at the PSP as the `x-pixgw-token` header).
     token: String,
+    /// How registering `url` at the PSP went: `{status: "registered" | "failed" | "manual" |
+    /// "skipped", message?, at}`. `manual`: this PSP is configured in its own dashboard.
+    #[schema(value_type = Option<Object>)]
+    registration: Option<serde_json::Value>,
 }
 
 /// What the PSP said when the credential was tried on save.
@@ -80,11 +84,12 @@ pub struct CredentialObject {
     updated_at: String,
 }
 
-fn object_of(
+async fn object_of(
     app: &App,
     record: &CredentialRecord,
     verification: Option<Verification>,
 ) -> Result<CredentialObject, ApiError> {
+    let registration = app.store.webhook_registration(&record.id).await?;
     let token = app
         .vault
         .open_string(
@@ -109,6 +114,7 @@ fn object_of(
         webhook: WebhookInfo {
             url: credentials::webhook_url(&app.config.base_url, record, &token, url_token),
             token: token.to_string(),
+            registration,
         },
         verification,
         created_at: rfc3339(record.created_at),
@@ -212,9 +218,58 @@ async fn verify(
     }
 }
 
+/// Registers the credential's webhook URL at the PSP when the adapter can, and keeps the
+/// outcome on the credential. A failure is reported, not fatal: the reconciler still settles
+/// charges without notifications.
+async fn register(
+    app: &App,
+    adapter: &runtime::Adapter,
+    record: &CredentialRecord,
+    wanted: bool,
+) -> Result<(), ApiError> {
+    let at = rfc3339(now_ms());
+    let outcome = if !wanted {
+        serde_json::json!({"status": "skipped", "at": at})
+    } else if !adapter
+        .manifest()
+        .capabilities
+        .contains(Capabilities::REGISTER_WEBHOOK)
+    {
+        serde_json::json!({
+            "status": "manual",
+            "message": format!("{} does not register webhooks through its API: configure the URL (and, where it asks for one, the header x-pixgw-token with the token) in its dashboard", record.provider),
+            "at": at,
+        })
+    } else {
+        let prepared = app
+            .prepared
+            .get_or_prepare(&app.vault, &app.config.base_url, adapter, record)
+            .map_err(|e| ApiError::internal(format!("vault: {e}")))?;
+        match adapter
+            .register_webhook(&prepared, &request_id::current())
+            .await
+        {
+            Ok(()) => serde_json::json!({"status": "registered", "at": at}),
+            Err(error) => {
+                let e = psp_failure::from_call(&error, record.environment);
+                serde_json::json!({
+                    "status": "failed",
+                    "message": e.body.psp_message.unwrap_or(e.body.message),
+                    "hint": e.body.hint,
+                    "at": at,
+                })
+            }
+        }
+    };
+    app.store
+        .set_webhook_registration(&record.id, &outcome)
+        .await?;
+    Ok(())
+}
+
 /// Connect an account at a PSP.
 #[utoipa::path(post, path = "/v1/credentials", tag = "credentials",
-    request_body(content = serde_json::Value, description = "`{provider, label?, fields: {<manifest field>: string}, position?, verify?: bool (default true: try the credential at the PSP when the adapter can)}`"),
+    request_body(content = serde_json::Value, description = "`{provider, label?, fields: {<manifest field>: string}, position?, verify?: bool (default true: try the credential at the PSP when the adapter can), register_webhook?: bool (default true: register the webhook URL at the PSP when the adapter can)}`"),
     responses(
         (status = 201, body = CredentialObject),
         (status = 400, description = "A field is missing or invalid (a PEM that does not parse, a certificate that does not match its key or has expired, a key for the other environment); `param` names it", body = ErrorResponse),
@@ -231,6 +286,7 @@ pub async fn create(
     let fields = fields_param(&mut body)?.unwrap_or_default();
     let position = position_param(&mut body)?.unwrap_or(0);
     let verify_on_save = body.boolean("verify")?.unwrap_or(true);
+    let register_webhook = body.boolean("register_webhook")?.unwrap_or(true);
     body.finish()?;
     let adapter = app.runtime.adapter(&provider).ok_or_else(|| {
         ApiError::invalid_param(
@@ -276,9 +332,10 @@ pub async fn create(
         }
     };
     app.store.insert_credential(&record).await?;
+    register(&app, &adapter, &record, register_webhook).await?;
     Ok((
         StatusCode::CREATED,
-        Json(object_of(&app, &record, Some(verification))?),
+        Json(object_of(&app, &record, Some(verification)).await?),
     ))
 }
 
@@ -294,10 +351,10 @@ pub async fn list(
         .store
         .credentials(&caller.merchant_id, caller.environment)
         .await?;
-    let data = records
-        .iter()
-        .map(|r| object_of(&app, r, None))
-        .collect::<Result<Vec<_>, _>>()?;
+    let mut data = Vec::with_capacity(records.len());
+    for record in &records {
+        data.push(object_of(&app, record, None).await?);
+    }
     Ok(Json(serde_json::json!({ "object": "list", "data": data })))
 }
 
@@ -319,7 +376,7 @@ pub async fn read(
     Path(id): Path<String>,
 ) -> Result<Json<CredentialObject>, ApiError> {
     let record = find(&app, &caller, &id).await?;
-    Ok(Json(object_of(&app, &record, None)?))
+    Ok(Json(object_of(&app, &record, None).await?))
 }
 
 /// Change a credential's label, order, active flag or fields (omitted fields keep their value).
@@ -345,7 +402,9 @@ pub async fn update(
         record.position = position;
     }
     let fields = fields_param(&mut body)?;
+    let register_webhook = body.boolean("register_webhook")?;
     body.finish()?;
+    let fields_changed = fields.is_some();
     if let Some(fields) = fields {
         let adapter = app.runtime.adapter(&record.provider).ok_or_else(|| {
             ApiError::bad_request(
@@ -370,7 +429,13 @@ pub async fn update(
     }
     record.updated_at = now_ms().max(record.updated_at + 1);
     app.store.update_credential(&record).await?;
-    Ok(Json(object_of(&app, &record, None)?))
+    // New fields (another Pix key, another account) need the webhook registered again.
+    if (fields_changed && register_webhook != Some(false)) || register_webhook == Some(true) {
+        if let Some(adapter) = app.runtime.adapter(&record.provider) {
+            register(&app, &adapter, &record, true).await?;
+        }
+    }
+    Ok(Json(object_of(&app, &record, None).await?))
 }
 
 /// Remove a credential: no new charge uses it; its charges keep their history.

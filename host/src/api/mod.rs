@@ -1,7 +1,9 @@
 //! The gateway's HTTP surface. Each module exposes its own `router()`; [`router`] joins them
 //! under the layers every request passes: request id, metrics, body limit.
 //!
-//! - [`charges`]: `/v1/charges`; [`credentials`]: `/v1/credentials`; [`adapters`]:
+//! - [`charges`]: `/v1/charges` (and each charge's live stream); [`credentials`]:
+//!   `/v1/credentials`; [`webhook_endpoints`]: `/v1/webhook_endpoints`; [`events`]:
+//!   `/v1/events`; [`notifications`]: `/api/wh/<uuid>`, where PSPs notify; [`adapters`]:
 //!   `/v1/adapters`; [`health`]: `/healthz`, `/readyz`, `/metrics`; [`openapi`]:
 //!   `/v1/openapi.json`.
 //! - [`auth`] turns an API key into a [`crate::charges::Caller`]; [`body`] reads JSON bodies
@@ -13,10 +15,13 @@ pub mod body;
 pub mod charges;
 pub mod credentials;
 pub mod error;
+pub mod events;
 pub mod health;
+pub mod notifications;
 pub mod openapi;
 pub mod psp_failure;
 pub mod request_id;
+pub mod webhook_endpoints;
 
 use std::sync::Arc;
 
@@ -29,6 +34,9 @@ pub fn router(app: Arc<App>) -> Router {
     Router::new()
         .merge(charges::router())
         .merge(credentials::router())
+        .merge(webhook_endpoints::router())
+        .merge(events::router())
+        .merge(notifications::router())
         .merge(adapters::router())
         .merge(health::router())
         .merge(openapi::router())

@@ -8,8 +8,9 @@ use axum::{Json, Router};
 use utoipa::OpenApi;
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 
-use super::{adapters, charges, credentials, error, health};
+use super::{adapters, charges, credentials, error, events, health, webhook_endpoints};
 use crate::app::App;
+use crate::charges::object::{ChargeObject, PayerSchema, PixData};
 
 #[derive(OpenApi)]
 #[openapi(
@@ -22,13 +23,16 @@ use crate::app::App;
             message, param?, provider?, psp_message?, psp_code?, hint?, request_id}}`."
     ),
     paths(
-        charges::create, charges::read, charges::list, charges::cancel,
+        charges::create, charges::read, charges::list, charges::cancel, charges::stream,
+        webhook_endpoints::create, webhook_endpoints::list, webhook_endpoints::read,
+        webhook_endpoints::update, webhook_endpoints::remove, webhook_endpoints::rotate,
+        events::list, events::read, events::redeliver,
         credentials::create, credentials::list, credentials::read, credentials::update,
         credentials::remove, adapters::list, health::live, health::ready, health::metrics,
     ),
     components(schemas(
-        charges::ChargeObject, charges::ChargeList, charges::CreateChargeRequest,
-        charges::PayerSchema, charges::PixData, credentials::CredentialObject,
+        ChargeObject, charges::ChargeList, charges::CreateChargeRequest,
+        PayerSchema, PixData, credentials::CredentialObject, webhook_endpoints::EndpointObject,
         credentials::WebhookInfo, credentials::Verification, error::ErrorResponse,
         error::ErrorBody, error::ErrorType,
     )),
@@ -36,6 +40,7 @@ use crate::app::App;
     tags(
         (name = "charges", description = "Pix charges at the merchant's PSPs"),
         (name = "credentials", description = "The merchant's accounts at PSPs"),
+        (name = "webhooks", description = "Events of the merchant's charges, delivered to its endpoints signed per the Standard Webhooks specification (`webhook-id`, `webhook-timestamp`, `webhook-signature: v1,<base64 HMAC-SHA256 of id.timestamp.body>`)"),
         (name = "operations", description = "Adapters, health and metrics"),
     )
 )]

@@ -4,6 +4,7 @@
 
 use sqlx::Row;
 
+use super::events::EventRecord;
 use super::{Store, StoreError};
 use crate::domain::Environment;
 
@@ -94,6 +95,8 @@ pub struct PspUpdate {
     pub paid_at: Option<i64>,
     pub end_to_end_id: Option<String>,
     pub amount_paid: Option<i64>,
+    /// The reconciler's next check: `None` keeps it, `Some(None)` clears it.
+    pub next_check_at: Option<Option<i64>>,
 }
 
 /// Filters of `GET /v1/charges`, already validated.
@@ -237,30 +240,36 @@ impl Store {
         rows.iter().map(record_of).collect()
     }
 
-    /// Moves a charge from `from` to `to` with what the PSP reported; `None` when the charge is
-    /// no longer in `from` (another request or a notification moved it first).
+    /// Moves a charge from `from` to `to` with what the PSP reported, and in the same
+    /// transaction writes the event that reports the move (with its outbox deliveries) and the
+    /// reconciler's next check. `None` when the charge is no longer in `from`: another request
+    /// or notification moved it first, and nothing is written.
     pub async fn transition_charge(
         &self,
         id: &str,
         from: &[ChargeState],
         to: ChargeState,
         update: &PspUpdate,
+        emit: Option<&(dyn Fn(&ChargeRecord) -> EventRecord + Sync)>,
     ) -> Result<Option<ChargeRecord>, StoreError> {
         let from_list = from
             .iter()
             .map(|s| format!("'{}'", s.as_str()))
             .collect::<Vec<_>>()
             .join(", ");
+        let now = super::now_ms();
+        let mut tx = self.pool().begin().await?;
         let done = sqlx::query(&format!(
             "UPDATE charges SET status = $1, updated_at = $2, \
                psp_id = COALESCE($3, psp_id), copy_paste = COALESCE($4, copy_paste), \
                qr_png_base64 = COALESCE($5, qr_png_base64), expires_at = COALESCE($6, expires_at), \
                paid_at = COALESCE($7, paid_at), end_to_end_id = COALESCE($8, end_to_end_id), \
-               amount_paid = COALESCE($9, amount_paid) \
+               amount_paid = COALESCE($9, amount_paid), \
+               next_check_at = CASE WHEN $11 = 1 THEN $12 ELSE next_check_at END \
              WHERE id = $10 AND status IN ({from_list})"
         ))
         .bind(to.as_str())
-        .bind(super::now_ms())
+        .bind(now)
         .bind(&update.psp_id)
         .bind(&update.copy_paste)
         .bind(&update.qr_png_base64)
@@ -269,16 +278,97 @@ impl Store {
         .bind(&update.end_to_end_id)
         .bind(update.amount_paid)
         .bind(id)
-        .execute(self.pool())
+        .bind(i64::from(update.next_check_at.is_some()))
+        .bind(update.next_check_at.flatten())
+        .execute(&mut *tx)
         .await?;
         if done.rows_affected() == 0 {
+            tx.rollback().await?;
             return Ok(None);
         }
         let row = sqlx::query(&format!("SELECT {COLUMNS} FROM charges WHERE id = $1"))
             .bind(id)
-            .fetch_one(self.pool())
+            .fetch_one(&mut *tx)
             .await?;
-        record_of(&row).map(Some)
+        let charge = record_of(&row)?;
+        if let Some(emit) = emit {
+            super::events::insert_event(&mut tx, &emit(&charge)).await?;
+        }
+        tx.commit().await?;
+        Ok(Some(charge))
+    }
+
+    /// A charge by the PSP's id for it, among one credential's charges.
+    pub async fn charge_by_psp_id(
+        &self,
+        credential_id: &str,
+        psp_id: &str,
+    ) -> Result<Option<ChargeRecord>, StoreError> {
+        let row = sqlx::query(&format!(
+            "SELECT {COLUMNS} FROM charges WHERE credential_id = $1 AND psp_id = $2"
+        ))
+        .bind(credential_id)
+        .bind(psp_id)
+        .fetch_optional(self.pool())
+        .await?;
+        row.as_ref().map(record_of).transpose()
+    }
+
+    /// Leases up to `limit` charges whose check is due (pending or processing).
+    pub async fn claim_due_checks(
+        &self,
+        lease_ms: i64,
+        limit: i64,
+    ) -> Result<Vec<ChargeRecord>, StoreError> {
+        let now = super::now_ms();
+        let owner = super::lease_owner();
+        sqlx::query(
+            "UPDATE charges SET check_lease_until = $1, check_lease_owner = $2 \
+             WHERE id IN (SELECT id FROM charges \
+                          WHERE status IN ('pending', 'processing') AND next_check_at <= $3 \
+                            AND check_lease_until < $3 ORDER BY next_check_at LIMIT $4) \
+               AND check_lease_until < $3",
+        )
+        .bind(now + lease_ms)
+        .bind(&owner)
+        .bind(now)
+        .bind(limit)
+        .execute(self.pool())
+        .await?;
+        let rows = sqlx::query(&format!(
+            "SELECT {COLUMNS} FROM charges WHERE check_lease_owner = $1 AND check_lease_until > $2"
+        ))
+        .bind(&owner)
+        .bind(now)
+        .fetch_all(self.pool())
+        .await?;
+        rows.iter().map(record_of).collect()
+    }
+
+    /// Sets when the reconciler asks about a charge next, and releases its lease.
+    pub async fn schedule_check(
+        &self,
+        id: &str,
+        next_check_at: Option<i64>,
+    ) -> Result<(), StoreError> {
+        sqlx::query(
+            "UPDATE charges SET next_check_at = $1, checks = checks + 1, check_lease_until = 0 \
+             WHERE id = $2",
+        )
+        .bind(next_check_at)
+        .bind(id)
+        .execute(self.pool())
+        .await?;
+        Ok(())
+    }
+
+    /// How many checks the reconciler made of a charge.
+    pub async fn check_count(&self, id: &str) -> Result<i64, StoreError> {
+        Ok(sqlx::query("SELECT checks FROM charges WHERE id = $1")
+            .bind(id)
+            .fetch_one(self.pool())
+            .await?
+            .get(0))
     }
 
     /// Forgets a charge the PSP refused to create: nothing exists at the PSP.

@@ -140,6 +140,47 @@ impl Store {
         row.as_ref().map(record_of).transpose()
     }
 
+    /// The credential a PSP notification is addressed to (`/api/wh/<webhook id>`).
+    pub async fn credential_by_webhook_id(
+        &self,
+        webhook_id: &str,
+    ) -> Result<Option<CredentialRecord>, StoreError> {
+        let row = sqlx::query(&format!(
+            "SELECT {COLUMNS} FROM credentials WHERE webhook_id = $1 AND deleted_at IS NULL"
+        ))
+        .bind(webhook_id)
+        .fetch_optional(self.pool())
+        .await?;
+        row.as_ref().map(record_of).transpose()
+    }
+
+    /// Records how registering the webhook at the PSP went (JSON), shown on the credential.
+    pub async fn set_webhook_registration(
+        &self,
+        id: &str,
+        outcome: &serde_json::Value,
+    ) -> Result<(), StoreError> {
+        sqlx::query("UPDATE credentials SET webhook_registration = $1 WHERE id = $2")
+            .bind(outcome.to_string())
+            .bind(id)
+            .execute(self.pool())
+            .await?;
+        Ok(())
+    }
+
+    pub async fn webhook_registration(
+        &self,
+        id: &str,
+    ) -> Result<Option<serde_json::Value>, StoreError> {
+        let row = sqlx::query("SELECT webhook_registration FROM credentials WHERE id = $1")
+            .bind(id)
+            .fetch_optional(self.pool())
+            .await?;
+        Ok(row
+            .and_then(|r| r.get::<Option<String>, _>(0))
+            .and_then(|text| serde_json::from_str(&text).ok()))
+    }
+
     /// Every credential, deleted ones included: for re-encryption under a new master key.
     pub async fn all_credentials(&self) -> Result<Vec<CredentialRecord>, StoreError> {
         let rows = sqlx::query(&format!("SELECT {COLUMNS} FROM credentials ORDER BY id"))

@@ -5,13 +5,17 @@
 //! speak: `$n` placeholders, `BIGINT` Unix-millisecond times, `TEXT` JSON, `ON CONFLICT`,
 //! `RETURNING`. The schema lives in `migrations/sqlite` and `migrations/postgres`, embedded in
 //! the binary. One module per table family: [`merchants`], [`api_keys`], [`credentials`],
-//! [`charges`], [`idempotency`].
+//! [`charges`], [`idempotency`], [`inbound`] (PSP notifications), [`webhook_endpoints`] and
+//! [`events`] (with the outbox of deliveries).
 
 pub mod api_keys;
 pub mod charges;
 pub mod credentials;
+pub mod events;
 pub mod idempotency;
+pub mod inbound;
 pub mod merchants;
+pub mod webhook_endpoints;
 
 use std::str::FromStr;
 use std::time::Duration;
@@ -138,6 +142,11 @@ impl Store {
         sqlx::query("SELECT 1").execute(&self.pool).await?;
         Ok(())
     }
+}
+
+/// A fresh owner tag for rows leased by one claim (deliveries, notifications, checks).
+fn lease_owner() -> String {
+    uuid::Uuid::new_v4().simple().to_string()
 }
 
 /// A stored `environment` column.

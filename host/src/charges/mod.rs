@@ -6,6 +6,8 @@
 //! at the PSP), an answer makes it `pending`, and an unknown outcome keeps it for a retry with
 //! the same idempotency key, which resumes with the same reference.
 
+pub mod object;
+
 use std::collections::BTreeMap;
 
 use crate::app::App;
@@ -79,7 +81,7 @@ pub enum ChargeError {
     Vault(#[from] crate::vault::VaultError),
 }
 
-fn state_of(status: runtime::ChargeStatus) -> ChargeState {
+pub(crate) fn state_of(status: runtime::ChargeStatus) -> ChargeState {
     use runtime::ChargeStatus as S;
     match status {
         S::Pending => ChargeState::Pending,
@@ -257,13 +259,16 @@ impl App {
         let copy_paste = match copy_paste {
             Ok(code) => code,
             Err(error) => {
-                // The charge exists at the PSP but cannot be paid through us: keep it, failed.
+                // The charge exists at the PSP but cannot be paid through us: keep it, failed,
+                // without an event (the merchant got the error instead of a charge).
+                update.next_check_at = Some(None);
                 self.store
                     .transition_charge(
                         &charge.id,
                         &[ChargeState::Creating],
                         ChargeState::Failed,
                         &update,
+                        None,
                     )
                     .await?;
                 return Err(error);
@@ -288,14 +293,10 @@ impl App {
             _ => ChargeState::Pending,
         };
         let stored = self
-            .store
-            .transition_charge(&charge.id, &[ChargeState::Creating], state, &update)
+            .move_charge(&charge.id, &[ChargeState::Creating], state, update, true)
             .await?;
         match stored {
-            Some(stored) => {
-                crate::metrics::charge_created(&stored.provider, stored.status.as_str());
-                Ok(stored)
-            }
+            Some(stored) => Ok(stored),
             // Someone else finished this very charge (a resumed request racing the first).
             None => Ok(self
                 .store
@@ -350,8 +351,7 @@ impl App {
             | ChargeState::Paid
             | ChargeState::Expired
             | ChargeState::Failed => {
-                self.store
-                    .transition_charge(&charge.id, &open, state, &update_of(&psp))
+                self.move_charge(&charge.id, &open, state, update_of(&psp), false)
                     .await?
             }
             _ => None,
@@ -370,6 +370,84 @@ impl App {
             });
         }
         Ok(current)
+    }
+}
+
+impl App {
+    /// Moves a charge to `to` and reports the move: the event its new state emits (with the
+    /// outbox rows, in the same transaction), the reconciler's schedule, live screens and
+    /// metrics. `None` when the charge was no longer in `from`: nothing happened.
+    pub(crate) async fn move_charge(
+        &self,
+        charge_id: &str,
+        from: &[ChargeState],
+        to: ChargeState,
+        mut update: PspUpdate,
+        created: bool,
+    ) -> Result<Option<ChargeRecord>, StoreError> {
+        update.next_check_at = if to.is_final() {
+            Some(None)
+        } else if created {
+            Some(Some(now_ms() + self.config.reconciler.first_check_ms()))
+        } else {
+            None
+        };
+        let kind = crate::webhooks::event_type(to, created);
+        let emit = kind.map(|kind| move |c: &ChargeRecord| crate::webhooks::event_for(c, kind));
+        let emit = emit
+            .as_ref()
+            .map(|f| f as &(dyn Fn(&ChargeRecord) -> crate::store::events::EventRecord + Sync));
+        let moved = self
+            .store
+            .transition_charge(charge_id, from, to, &update, emit)
+            .await?;
+        if let Some(charge) = &moved {
+            if kind.is_some() {
+                self.outbox.wake();
+            }
+            self.live.publish(&charge.id, charge.status.as_str());
+            crate::metrics::charge_status(&charge.provider, charge.status.as_str());
+            if let Some(paid) = charge.amount_paid.filter(|paid| *paid != charge.amount) {
+                tracing::warn!(charge = %charge.id, amount = charge.amount, paid, "the PSP reports a payment of another amount");
+            }
+        }
+        Ok(moved)
+    }
+
+    /// Brings a stored charge to what the PSP says, when that is a move forward: a charge that
+    /// can still be paid moves to `processing` or a final state, and nothing ever moves back.
+    pub async fn apply_psp_view(
+        &self,
+        charge: &ChargeRecord,
+        psp: &runtime::Charge,
+    ) -> Result<Option<ChargeRecord>, StoreError> {
+        let to = state_of(psp.status);
+        let from: &[ChargeState] = match to {
+            ChargeState::Creating | ChargeState::Pending => return Ok(None),
+            ChargeState::Processing => &[ChargeState::Pending],
+            _ => &[ChargeState::Pending, ChargeState::Processing],
+        };
+        if !from.contains(&charge.status) {
+            return Ok(None);
+        }
+        self.move_charge(&charge.id, from, to, update_of(psp), false)
+            .await
+    }
+
+    /// The adapter and prepared credential of a stored charge.
+    pub(crate) async fn adapter_of(
+        &self,
+        charge: &ChargeRecord,
+    ) -> Result<
+        (
+            runtime::Adapter,
+            std::sync::Arc<runtime::PreparedCredential>,
+        ),
+        ChargeError,
+    > {
+        let adapter = self.adapter_for(&charge.provider)?;
+        let prepared = self.connection_of(&adapter, charge).await?;
+        Ok((adapter, prepared))
     }
 }
 

@@ -1,0 +1,144 @@
+//! `/v1/events`: every event the merchant's charges emitted, with each delivery and its
+//! attempts, and manual redelivery.
+
+use std::sync::Arc;
+
+use axum::extract::{Path, Query, State};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::error::{ApiError, ErrorResponse};
+use crate::app::App;
+use crate::charges::Caller;
+use crate::store::events::EventRecord;
+use crate::store::rfc3339;
+
+pub fn router() -> Router<Arc<App>> {
+    Router::new()
+        .route("/v1/events", get(list))
+        .route("/v1/events/{id}", get(read))
+        .route("/v1/events/{id}/redeliver", post(redeliver))
+}
+
+#[derive(Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct ListParams {
+    /// 1 to 100; default 20.
+    limit: Option<String>,
+    /// An event id: the events before it (the next page).
+    starting_after: Option<String>,
+    /// e.g. `charge.paid`.
+    #[serde(rename = "type")]
+    kind: Option<String>,
+    /// A charge id: only its events.
+    charge: Option<String>,
+}
+
+/// List events, newest first.
+#[utoipa::path(get, path = "/v1/events", tag = "webhooks", params(ListParams),
+    responses((status = 200, description = "`{object: \"list\", data: [event], has_more}`; each event is `{id, object, type, created_at, livemode, data: {object: charge}}`"), (status = 401, body = ErrorResponse)),
+    security(("api_key" = [])))]
+pub async fn list(
+    State(app): State<Arc<App>>,
+    caller: Caller,
+    query: Result<Query<ListParams>, axum::extract::rejection::QueryRejection>,
+) -> Result<Json<Value>, ApiError> {
+    let Query(q) = query.map_err(|e| ApiError::bad_request("parameter_invalid", e.body_text()))?;
+    let limit = match q.limit.as_deref() {
+        None => 20,
+        Some(text) => text
+            .parse::<u32>()
+            .ok()
+            .filter(|n| (1..=100).contains(n))
+            .ok_or_else(|| {
+                ApiError::invalid_param("limit", "limit must be an integer from 1 to 100.")
+            })?,
+    };
+    let mut events = app
+        .store
+        .events(
+            &caller.merchant_id,
+            caller.environment,
+            q.kind.as_deref(),
+            q.charge.as_deref(),
+            q.starting_after.as_deref(),
+            limit,
+        )
+        .await?;
+    let has_more = events.len() > limit as usize;
+    events.truncate(limit as usize);
+    let data: Vec<Value> = events.into_iter().map(|e| e.payload).collect();
+    Ok(Json(
+        json!({"object": "list", "data": data, "has_more": has_more}),
+    ))
+}
+
+async fn find(app: &App, caller: &Caller, id: &str) -> Result<EventRecord, ApiError> {
+    app.store
+        .event(&caller.merchant_id, caller.environment, id)
+        .await?
+        .ok_or_else(|| ApiError::not_found("event", id))
+}
+
+/// Retrieve an event with its deliveries and every attempt (status, latency, response excerpt).
+#[utoipa::path(get, path = "/v1/events/{id}", tag = "webhooks",
+    params(("id" = String, Path, description = "`evt_…`")),
+    responses((status = 200, description = "The event plus `deliveries: [{id, endpoint, status, attempts: [...]}]`"), (status = 404, body = ErrorResponse)),
+    security(("api_key" = [])))]
+pub async fn read(
+    State(app): State<Arc<App>>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    let event = find(&app, &caller, &id).await?;
+    let mut deliveries = Vec::new();
+    for d in app.store.deliveries_of(&event.id).await? {
+        let attempts: Vec<Value> = app
+            .store
+            .attempts_of(&d.id)
+            .await?
+            .into_iter()
+            .map(|a| {
+                json!({
+                    "attempt": a.attempt,
+                    "at": rfc3339(a.at),
+                    "status_code": a.status_code,
+                    "latency_ms": a.latency_ms,
+                    "error": a.error,
+                    "response_excerpt": a.response_excerpt,
+                })
+            })
+            .collect();
+        deliveries.push(json!({
+            "id": d.id,
+            "endpoint": d.endpoint_id,
+            "status": d.status,
+            "next_attempt_at": (d.status == "pending").then(|| rfc3339(d.next_attempt_at)),
+            "delivered_at": d.delivered_at.map(rfc3339),
+            "attempts": attempts,
+        }));
+    }
+    let mut body = event.payload;
+    body["deliveries"] = Value::Array(deliveries);
+    Ok(Json(body))
+}
+
+/// Deliver an event again to every enabled endpoint subscribed to its type.
+#[utoipa::path(post, path = "/v1/events/{id}/redeliver", tag = "webhooks",
+    params(("id" = String, Path, description = "`evt_…`")),
+    responses((status = 200, description = "`{id, queued: <deliveries>}`"), (status = 404, body = ErrorResponse)),
+    security(("api_key" = [])))]
+pub async fn redeliver(
+    State(app): State<Arc<App>>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    let event = find(&app, &caller, &id).await?;
+    let queued = app.store.redeliver_event(&event).await?;
+    app.outbox.wake();
+    Ok(Json(
+        json!({"id": event.id, "object": "event", "queued": queued}),
+    ))
+}

@@ -1,0 +1,96 @@
+//! A charge as merchants see it: in API answers and in webhook events alike.
+
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+use super::payer_json;
+use crate::store::charges::ChargeRecord;
+use crate::store::rfc3339;
+
+#[derive(Serialize, Deserialize, ToSchema)]
+pub struct PayerSchema {
+    /// Required by some PSPs (the manifest's required payer fields).
+    pub email: Option<String>,
+    /// 1 to 200 characters.
+    pub name: Option<String>,
+    /// CPF (11 digits) or CNPJ (14 characters, alphanumeric allowed), with valid check digits;
+    /// punctuation is accepted and removed.
+    pub document: Option<String>,
+}
+
+/// The Pix data the payer uses.
+#[derive(Serialize, ToSchema)]
+pub struct PixData {
+    /// The Pix copy-and-paste code (BR Code), checked (TLV and CRC) before it is returned.
+    copy_paste: Option<String>,
+    /// PNG of the QR code, base64.
+    qr_code_base64: Option<String>,
+    /// RFC 3339.
+    expires_at: Option<String>,
+}
+
+/// A charge.
+#[derive(Serialize, ToSchema)]
+pub struct ChargeObject {
+    /// `chg_…`; ids sort by creation time.
+    id: String,
+    /// Always `charge`.
+    object: &'static str,
+    /// `pending`, `processing`, `paid`, `expired`, `canceled` or `failed`.
+    status: &'static str,
+    amount: i64,
+    /// Always `BRL`.
+    currency: &'static str,
+    /// The PSP that holds the charge.
+    provider: String,
+    /// The gateway-chosen reference sent to the PSP (its txid, idempotency key or correlation id).
+    reference: String,
+    /// The PSP's own id for the charge.
+    psp_id: Option<String>,
+    description: Option<String>,
+    payer: Option<PayerSchema>,
+    pix: PixData,
+    /// `true` for live keys' charges.
+    livemode: bool,
+    created_at: String,
+    paid_at: Option<String>,
+    end_to_end_id: Option<String>,
+    amount_paid: Option<i64>,
+    /// Set when the PSP reported a payment of another amount than the charge's.
+    amount_mismatch: bool,
+    metadata: serde_json::Value,
+}
+
+impl From<&ChargeRecord> for ChargeObject {
+    fn from(c: &ChargeRecord) -> Self {
+        let payer = payer_json(c).map(|_| PayerSchema {
+            email: c.payer_email.clone(),
+            name: c.payer_name.clone(),
+            document: c.payer_document.clone(),
+        });
+        ChargeObject {
+            id: c.id.clone(),
+            object: "charge",
+            status: c.status.as_str(),
+            amount: c.amount,
+            currency: "BRL",
+            provider: c.provider.clone(),
+            reference: c.reference.clone(),
+            psp_id: c.psp_id.clone(),
+            description: c.description.clone(),
+            payer,
+            pix: PixData {
+                copy_paste: c.copy_paste.clone(),
+                qr_code_base64: c.qr_png_base64.clone(),
+                expires_at: c.expires_at.map(rfc3339),
+            },
+            livemode: c.environment == crate::domain::Environment::Live,
+            created_at: rfc3339(c.created_at),
+            paid_at: c.paid_at.map(rfc3339),
+            end_to_end_id: c.end_to_end_id.clone(),
+            amount_paid: c.amount_paid,
+            amount_mismatch: c.amount_paid.is_some_and(|paid| paid != c.amount),
+            metadata: c.metadata.clone(),
+        }
+    }
+}

@@ -1,0 +1,358 @@
+//! Events and their outbox: an event is written, with one delivery row per subscribed webhook
+//! endpoint, in the same transaction as the charge change it reports (see
+//! [`Store::transition_charge`]); a worker then delivers the rows. Rows are claimed with a lease,
+//! so several gateways on one database never deliver the same row at the same time, and a
+//! gateway killed mid-delivery leaves the row to be claimed again.
+
+use sqlx::Row;
+
+use super::{Store, StoreError, now_ms};
+use crate::domain::Environment;
+
+#[derive(Debug, Clone)]
+pub struct EventRecord {
+    pub id: String,
+    pub merchant_id: String,
+    pub environment: Environment,
+    pub kind: String,
+    pub charge_id: Option<String>,
+    /// The whole event as delivered.
+    pub payload: serde_json::Value,
+    pub created_at: i64,
+}
+
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct DeliveryRecord {
+    pub id: String,
+    pub event_id: String,
+    pub endpoint_id: String,
+    pub status: String,
+    pub attempts: i64,
+    pub next_attempt_at: i64,
+    pub last_status: Option<i64>,
+    pub last_error: Option<String>,
+    pub created_at: i64,
+    pub delivered_at: Option<i64>,
+}
+
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct AttemptRecord {
+    pub attempt: i64,
+    pub at: i64,
+    pub status_code: Option<i64>,
+    pub latency_ms: i64,
+    pub error: Option<String>,
+    pub response_excerpt: Option<String>,
+}
+
+/// A delivery this worker holds the lease of, with what it needs to send it.
+#[derive(Debug, Clone)]
+pub struct DueDelivery {
+    pub delivery: DeliveryRecord,
+    pub payload: String,
+    pub endpoint: super::webhook_endpoints::EndpointRecord,
+}
+
+/// How an attempt ended, and what happens next.
+#[derive(Debug, Clone)]
+pub struct AttemptOutcome {
+    pub status_code: Option<u16>,
+    pub latency_ms: i64,
+    pub error: Option<String>,
+    pub response_excerpt: Option<String>,
+    /// `delivered`, `pending` (retry at `next_attempt_at`) or `failed` (gave up).
+    pub next_status: &'static str,
+    pub next_attempt_at: i64,
+}
+
+const EVENT_COLUMNS: &str = "id, merchant_id, environment, type, charge_id, payload, created_at";
+const DELIVERY_COLUMNS: &str = "id, event_id, endpoint_id, status, attempts, next_attempt_at, \
+    last_status, last_error, created_at, delivered_at";
+
+/// Writes an event and a pending delivery to each enabled endpoint of its merchant and
+/// environment that subscribes to its type, inside the caller's transaction.
+pub(super) async fn insert_event(
+    tx: &mut sqlx::AnyConnection,
+    event: &EventRecord,
+) -> Result<(), StoreError> {
+    sqlx::query(&format!(
+        "INSERT INTO events ({EVENT_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7)"
+    ))
+    .bind(&event.id)
+    .bind(&event.merchant_id)
+    .bind(event.environment.as_str())
+    .bind(&event.kind)
+    .bind(&event.charge_id)
+    .bind(event.payload.to_string())
+    .bind(event.created_at)
+    .execute(&mut *tx)
+    .await?;
+    let endpoints = sqlx::query(
+        "SELECT id, events FROM webhook_endpoints \
+         WHERE merchant_id = $1 AND environment = $2 AND status = 'enabled' AND deleted_at IS NULL",
+    )
+    .bind(&event.merchant_id)
+    .bind(event.environment.as_str())
+    .fetch_all(&mut *tx)
+    .await?;
+    for row in endpoints {
+        let (endpoint_id, types): (String, String) = (row.get(0), row.get(1));
+        let types: Vec<String> = serde_json::from_str(&types).unwrap_or_default();
+        if !types.iter().any(|t| t == &event.kind) {
+            continue;
+        }
+        sqlx::query(&format!(
+            "INSERT INTO webhook_deliveries ({DELIVERY_COLUMNS}) \
+             VALUES ($1, $2, $3, 'pending', 0, $4, NULL, NULL, $4, NULL)"
+        ))
+        .bind(format!("whd_{}", uuid::Uuid::now_v7().simple()))
+        .bind(&event.id)
+        .bind(&endpoint_id)
+        .bind(event.created_at)
+        .execute(&mut *tx)
+        .await?;
+    }
+    Ok(())
+}
+
+impl Store {
+    pub async fn event(
+        &self,
+        merchant_id: &str,
+        environment: Environment,
+        id: &str,
+    ) -> Result<Option<EventRecord>, StoreError> {
+        let row = sqlx::query(&format!(
+            "SELECT {EVENT_COLUMNS} FROM events WHERE id = $1 AND merchant_id = $2 AND environment = $3"
+        ))
+        .bind(id)
+        .bind(merchant_id)
+        .bind(environment.as_str())
+        .fetch_optional(self.pool())
+        .await?;
+        row.as_ref().map(event_of).transpose()
+    }
+
+    /// Newest first; `limit + 1` rows so the caller can tell whether more follow.
+    pub async fn events(
+        &self,
+        merchant_id: &str,
+        environment: Environment,
+        kind: Option<&str>,
+        charge_id: Option<&str>,
+        starting_after: Option<&str>,
+        limit: u32,
+    ) -> Result<Vec<EventRecord>, StoreError> {
+        let rows = sqlx::query(&format!(
+            "SELECT {EVENT_COLUMNS} FROM events WHERE merchant_id = $1 AND environment = $2 \
+             AND ($3 IS NULL OR type = $3) AND ($4 IS NULL OR charge_id = $4) \
+             AND ($5 IS NULL OR id < $5) ORDER BY id DESC LIMIT $6"
+        ))
+        .bind(merchant_id)
+        .bind(environment.as_str())
+        .bind(kind)
+        .bind(charge_id)
+        .bind(starting_after)
+        .bind(i64::from(limit) + 1)
+        .fetch_all(self.pool())
+        .await?;
+        rows.iter().map(event_of).collect()
+    }
+
+    pub async fn deliveries_of(&self, event_id: &str) -> Result<Vec<DeliveryRecord>, StoreError> {
+        let rows = sqlx::query(&format!(
+            "SELECT {DELIVERY_COLUMNS} FROM webhook_deliveries WHERE event_id = $1 ORDER BY id"
+        ))
+        .bind(event_id)
+        .fetch_all(self.pool())
+        .await?;
+        Ok(rows.iter().map(delivery_of).collect())
+    }
+
+    pub async fn attempts_of(&self, delivery_id: &str) -> Result<Vec<AttemptRecord>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT attempt, at, status_code, latency_ms, error, response_excerpt \
+             FROM delivery_attempts WHERE delivery_id = $1 ORDER BY attempt",
+        )
+        .bind(delivery_id)
+        .fetch_all(self.pool())
+        .await?;
+        Ok(rows
+            .iter()
+            .map(|r| AttemptRecord {
+                attempt: r.get(0),
+                at: r.get(1),
+                status_code: r.get(2),
+                latency_ms: r.get(3),
+                error: r.get(4),
+                response_excerpt: r.get(5),
+            })
+            .collect())
+    }
+
+    /// Takes the lease of up to `limit` deliveries that are due. A lease that ran out (its
+    /// holder died) makes the row due again.
+    pub async fn claim_due_deliveries(
+        &self,
+        lease_ms: i64,
+        limit: i64,
+    ) -> Result<Vec<DueDelivery>, StoreError> {
+        let now = now_ms();
+        // A concurrent claimer re-checks the WHERE clause on the rows it updates (PostgreSQL)
+        // or waits for the single writer (SQLite), so no row is leased twice.
+        let owner = super::lease_owner();
+        sqlx::query(
+            "UPDATE webhook_deliveries SET lease_until = $1, lease_owner = $2 \
+             WHERE id IN (SELECT id FROM webhook_deliveries \
+                          WHERE status = 'pending' AND next_attempt_at <= $3 AND lease_until < $3 \
+                          ORDER BY next_attempt_at LIMIT $4) \
+               AND status = 'pending' AND lease_until < $3",
+        )
+        .bind(now + lease_ms)
+        .bind(&owner)
+        .bind(now)
+        .bind(limit)
+        .execute(self.pool())
+        .await?;
+        let rows = sqlx::query(&format!(
+            "SELECT d.id, d.event_id, d.endpoint_id, d.status, d.attempts, d.next_attempt_at, \
+             d.last_status, d.last_error, d.created_at, d.delivered_at, e.payload \
+             FROM webhook_deliveries d JOIN events e ON e.id = d.event_id \
+             WHERE d.lease_owner = $1 AND d.status = 'pending' AND d.lease_until > $2"
+        ))
+        .bind(&owner)
+        .bind(now)
+        .fetch_all(self.pool())
+        .await?;
+        let mut due = Vec::with_capacity(rows.len());
+        for row in &rows {
+            let delivery = delivery_of(row);
+            let Some(endpoint) = self.webhook_endpoint_by_id(&delivery.endpoint_id).await? else {
+                continue;
+            };
+            due.push(DueDelivery {
+                delivery,
+                payload: row.get(10),
+                endpoint,
+            });
+        }
+        Ok(due)
+    }
+
+    /// Logs an attempt and moves the delivery on; releases its lease.
+    pub async fn record_attempt(
+        &self,
+        delivery: &DeliveryRecord,
+        outcome: &AttemptOutcome,
+    ) -> Result<(), StoreError> {
+        let now = now_ms();
+        let attempt = delivery.attempts + 1;
+        let mut tx = self.pool().begin().await?;
+        sqlx::query(
+            "INSERT INTO delivery_attempts (delivery_id, attempt, at, status_code, latency_ms, \
+             error, response_excerpt) VALUES ($1, $2, $3, $4, $5, $6, $7)",
+        )
+        .bind(&delivery.id)
+        .bind(attempt)
+        .bind(now)
+        .bind(outcome.status_code.map(i64::from))
+        .bind(outcome.latency_ms)
+        .bind(&outcome.error)
+        .bind(&outcome.response_excerpt)
+        .execute(&mut *tx)
+        .await?;
+        sqlx::query(
+            "UPDATE webhook_deliveries SET attempts = $1, status = $2, next_attempt_at = $3, \
+             lease_until = 0, last_status = $4, last_error = $5, \
+             delivered_at = CASE WHEN $2 = 'delivered' THEN $6 ELSE delivered_at END \
+             WHERE id = $7",
+        )
+        .bind(attempt)
+        .bind(outcome.next_status)
+        .bind(outcome.next_attempt_at)
+        .bind(outcome.status_code.map(i64::from))
+        .bind(&outcome.error)
+        .bind(now)
+        .bind(&delivery.id)
+        .execute(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// Queues an event again: its deliveries to enabled endpoints become due now, and
+    /// endpoints subscribed since get one. Returns how many deliveries are queued.
+    pub async fn redeliver_event(&self, event: &EventRecord) -> Result<u64, StoreError> {
+        let now = now_ms();
+        let mut tx = self.pool().begin().await?;
+        let reset = sqlx::query(
+            "UPDATE webhook_deliveries SET status = 'pending', next_attempt_at = $1, lease_until = 0 \
+             WHERE event_id = $2 AND endpoint_id IN (SELECT id FROM webhook_endpoints \
+                 WHERE status = 'enabled' AND deleted_at IS NULL)",
+        )
+        .bind(now)
+        .bind(&event.id)
+        .execute(&mut *tx)
+        .await?
+        .rows_affected();
+        let endpoints = sqlx::query(
+            "SELECT id, events FROM webhook_endpoints \
+             WHERE merchant_id = $1 AND environment = $2 AND status = 'enabled' AND deleted_at IS NULL \
+               AND id NOT IN (SELECT endpoint_id FROM webhook_deliveries WHERE event_id = $3)",
+        )
+        .bind(&event.merchant_id)
+        .bind(event.environment.as_str())
+        .bind(&event.id)
+        .fetch_all(&mut *tx)
+        .await?;
+        let mut added = 0;
+        for row in endpoints {
+            let (endpoint_id, types): (String, String) = (row.get(0), row.get(1));
+            let types: Vec<String> = serde_json::from_str(&types).unwrap_or_default();
+            if types.iter().any(|t| t == &event.kind) {
+                sqlx::query(&format!(
+                    "INSERT INTO webhook_deliveries ({DELIVERY_COLUMNS}) \
+                     VALUES ($1, $2, $3, 'pending', 0, $4, NULL, NULL, $4, NULL)"
+                ))
+                .bind(format!("whd_{}", uuid::Uuid::now_v7().simple()))
+                .bind(&event.id)
+                .bind(&endpoint_id)
+                .bind(now)
+                .execute(&mut *tx)
+                .await?;
+                added += 1;
+            }
+        }
+        tx.commit().await?;
+        Ok(reset + added)
+    }
+}
+
+fn event_of(r: &sqlx::any::AnyRow) -> Result<EventRecord, StoreError> {
+    let payload: String = r.get(5);
+    Ok(EventRecord {
+        id: r.get(0),
+        merchant_id: r.get(1),
+        environment: super::environment_of(r.get(2))?,
+        kind: r.get(3),
+        charge_id: r.get(4),
+        payload: serde_json::from_str(&payload)
+            .map_err(|e| StoreError::Corrupt(format!("event payload: {e}")))?,
+        created_at: r.get(6),
+    })
+}
+
+fn delivery_of(r: &sqlx::any::AnyRow) -> DeliveryRecord {
+    DeliveryRecord {
+        id: r.get(0),
+        event_id: r.get(1),
+        endpoint_id: r.get(2),
+        status: r.get(3),
+        attempts: r.get(4),
+        next_attempt_at: r.get(5),
+        last_status: r.get(6),
+        last_error: r.get(7),
+        created_at: r.get(8),
+        delivered_at: r.get(9),
+    }
+}

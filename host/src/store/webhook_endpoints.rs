@@ -1,0 +1,206 @@
+//! Merchants' webhook endpoints: where events are delivered, with their signing secrets
+//! (sealed by the vault) and their health.
+
+use sqlx::Row;
+
+use super::{Store, StoreError, now_ms};
+use crate::domain::Environment;
+
+#[derive(Debug, Clone)]
+pub struct EndpointRecord {
+    pub id: String,
+    pub merchant_id: String,
+    pub environment: Environment,
+    pub url: String,
+    pub description: Option<String>,
+    pub events: Vec<String>,
+    pub secret_sealed: String,
+    pub previous_secret_sealed: Option<String>,
+    pub previous_expires_at: Option<i64>,
+    /// `enabled` or `disabled`.
+    pub status: String,
+    pub disabled_reason: Option<String>,
+    pub failing_since: Option<i64>,
+    pub created_at: i64,
+    pub updated_at: i64,
+}
+
+const COLUMNS: &str = "id, merchant_id, environment, url, description, events, secret_sealed, \
+    previous_secret_sealed, previous_expires_at, status, disabled_reason, failing_since, \
+    created_at, updated_at";
+
+impl Store {
+    pub async fn insert_webhook_endpoint(&self, e: &EndpointRecord) -> Result<(), StoreError> {
+        sqlx::query(&format!(
+            "INSERT INTO webhook_endpoints ({COLUMNS}) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)"
+        ))
+        .bind(&e.id)
+        .bind(&e.merchant_id)
+        .bind(e.environment.as_str())
+        .bind(&e.url)
+        .bind(&e.description)
+        .bind(serde_json::to_string(&e.events).expect("strings serialise"))
+        .bind(&e.secret_sealed)
+        .bind(&e.previous_secret_sealed)
+        .bind(e.previous_expires_at)
+        .bind(&e.status)
+        .bind(&e.disabled_reason)
+        .bind(e.failing_since)
+        .bind(e.created_at)
+        .bind(e.updated_at)
+        .execute(self.pool())
+        .await?;
+        Ok(())
+    }
+
+    /// Writes back what the merchant or the delivery worker changes.
+    pub async fn update_webhook_endpoint(&self, e: &EndpointRecord) -> Result<(), StoreError> {
+        sqlx::query(
+            "UPDATE webhook_endpoints SET url = $1, description = $2, events = $3, \
+             secret_sealed = $4, previous_secret_sealed = $5, previous_expires_at = $6, \
+             status = $7, disabled_reason = $8, failing_since = $9, updated_at = $10 WHERE id = $11",
+        )
+        .bind(&e.url)
+        .bind(&e.description)
+        .bind(serde_json::to_string(&e.events).expect("strings serialise"))
+        .bind(&e.secret_sealed)
+        .bind(&e.previous_secret_sealed)
+        .bind(e.previous_expires_at)
+        .bind(&e.status)
+        .bind(&e.disabled_reason)
+        .bind(e.failing_since)
+        .bind(e.updated_at)
+        .bind(&e.id)
+        .execute(self.pool())
+        .await?;
+        Ok(())
+    }
+
+    pub async fn webhook_endpoint(
+        &self,
+        merchant_id: &str,
+        environment: Environment,
+        id: &str,
+    ) -> Result<Option<EndpointRecord>, StoreError> {
+        let row = sqlx::query(&format!(
+            "SELECT {COLUMNS} FROM webhook_endpoints \
+             WHERE id = $1 AND merchant_id = $2 AND environment = $3 AND deleted_at IS NULL"
+        ))
+        .bind(id)
+        .bind(merchant_id)
+        .bind(environment.as_str())
+        .fetch_optional(self.pool())
+        .await?;
+        row.as_ref().map(record_of).transpose()
+    }
+
+    pub(super) async fn webhook_endpoint_by_id(
+        &self,
+        id: &str,
+    ) -> Result<Option<EndpointRecord>, StoreError> {
+        let row = sqlx::query(&format!(
+            "SELECT {COLUMNS} FROM webhook_endpoints WHERE id = $1"
+        ))
+        .bind(id)
+        .fetch_optional(self.pool())
+        .await?;
+        row.as_ref().map(record_of).transpose()
+    }
+
+    pub async fn webhook_endpoints(
+        &self,
+        merchant_id: &str,
+        environment: Environment,
+    ) -> Result<Vec<EndpointRecord>, StoreError> {
+        let rows = sqlx::query(&format!(
+            "SELECT {COLUMNS} FROM webhook_endpoints \
+             WHERE merchant_id = $1 AND environment = $2 AND deleted_at IS NULL ORDER BY id"
+        ))
+        .bind(merchant_id)
+        .bind(environment.as_str())
+        .fetch_all(self.pool())
+        .await?;
+        rows.iter().map(record_of).collect()
+    }
+
+    /// Removes an endpoint; its pending deliveries are canceled.
+    pub async fn delete_webhook_endpoint(&self, id: &str) -> Result<(), StoreError> {
+        let mut tx = self.pool().begin().await?;
+        sqlx::query(
+            "UPDATE webhook_endpoints SET deleted_at = $1, status = 'disabled' WHERE id = $2",
+        )
+        .bind(now_ms())
+        .bind(id)
+        .execute(&mut *tx)
+        .await?;
+        cancel_pending(&mut tx, id).await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// Stops deliveries to an endpoint, saying why (a 410, days of failures).
+    pub async fn disable_webhook_endpoint(&self, id: &str, reason: &str) -> Result<(), StoreError> {
+        let mut tx = self.pool().begin().await?;
+        sqlx::query(
+            "UPDATE webhook_endpoints SET status = 'disabled', disabled_reason = $1, updated_at = $2 \
+             WHERE id = $3",
+        )
+        .bind(reason)
+        .bind(now_ms())
+        .bind(id)
+        .execute(&mut *tx)
+        .await?;
+        cancel_pending(&mut tx, id).await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// Records that deliveries to an endpoint fail (from the first failure on) or succeed.
+    pub async fn set_webhook_endpoint_health(&self, id: &str, ok: bool) -> Result<(), StoreError> {
+        let query = if ok {
+            sqlx::query("UPDATE webhook_endpoints SET failing_since = NULL WHERE id = $1").bind(id)
+        } else {
+            sqlx::query(
+                "UPDATE webhook_endpoints SET failing_since = $1 \
+                 WHERE id = $2 AND failing_since IS NULL",
+            )
+            .bind(now_ms())
+            .bind(id)
+        };
+        query.execute(self.pool()).await?;
+        Ok(())
+    }
+}
+
+async fn cancel_pending(tx: &mut sqlx::AnyConnection, endpoint_id: &str) -> Result<(), StoreError> {
+    sqlx::query(
+        "UPDATE webhook_deliveries SET status = 'canceled', lease_until = 0 \
+         WHERE endpoint_id = $1 AND status = 'pending'",
+    )
+    .bind(endpoint_id)
+    .execute(&mut *tx)
+    .await?;
+    Ok(())
+}
+
+fn record_of(r: &sqlx::any::AnyRow) -> Result<EndpointRecord, StoreError> {
+    let events: String = r.get(5);
+    Ok(EndpointRecord {
+        id: r.get(0),
+        merchant_id: r.get(1),
+        environment: super::environment_of(r.get(2))?,
+        url: r.get(3),
+        description: r.get(4),
+        events: serde_json::from_str(&events)
+            .map_err(|e| StoreError::Corrupt(format!("endpoint events: {e}")))?,
+        secret_sealed: r.get(6),
+        previous_secret_sealed: r.get(7),
+        previous_expires_at: r.get(8),
+        status: r.get(9),
+        disabled_reason: r.get(10),
+        failing_since: r.get(11),
+        created_at: r.get(12),
+        updated_at: r.get(13),
+    })
+}
