@@ -6,7 +6,9 @@
 //!   token, `PUT /v2/cob/{txid}`, `GET /v2/loc/{id}/qrcode`, over the same mTLS).
 //!
 //! The difference is the gateway's overhead. A load run of each (concurrency 8) then prints
-//! throughput, p50 and p99. Run with `cargo xtask bench` (builds the adapters first).
+//! throughput, p50 and p99. Last, `pay → webhook`: from `POST /_sim/pay` to the merchant's
+//! endpoint receiving the signed `charge.paid` (PSP notification, confirming query, state
+//! change, outbox, delivery), p50 and p99 over 200 charges. Run with `cargo xtask bench`.
 
 #[path = "../tests/common/mod.rs"]
 mod common;
@@ -137,7 +139,14 @@ fn bench(c: &mut Criterion) {
         let sim = common::start_sim().await;
         let db = TestDb::new(Backend::Sqlite).await;
         let merchant = create_merchant(&db, "Bench");
-        let gw = Gateway::start(&db, &sim, &["efi"], GatewayOptions::default()).await;
+        let options = GatewayOptions {
+            env: vec![
+                ("PIXGW_ALLOW_PRIVATE_WEBHOOK_URLS".into(), "true".into()),
+                ("PIXGW_RATE_LIMIT".into(), "0".into()),
+                ("PIXGW_RECONCILE_SCHEDULE".into(), "1h".into()),
+            ],
+        };
+        let gw = Gateway::start(&db, &sim, &["efi"], options).await;
         gw.connect(&sim, &merchant.test_key, "efi", &[]).await;
         let direct = Direct::new(&sim).await;
         // Warm both paths: token, TLS sessions, compiled adapter, SQLite pages.
@@ -190,7 +199,74 @@ fn bench(c: &mut Criterion) {
         g.1.saturating_sub(d.1),
         g.2.saturating_sub(d.2)
     );
+
+    let latencies = rt.block_on(pay_to_webhook(&gw, &key, &sim, 200));
+    println!("\npay -> webhook, 200 charges:");
+    println!("  p50 {:>8.2?}  p99 {:>8.2?}", latencies.0, latencies.1);
     drop((gw, sim, db));
+}
+
+/// From `POST /_sim/pay` to the merchant endpoint holding the signed `charge.paid`: (p50, p99).
+async fn pay_to_webhook(
+    gw: &Gateway,
+    key: &str,
+    sim: &psp_sim::Sim,
+    count: usize,
+) -> (Duration, Duration) {
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<String>();
+    let app = axum::Router::new().fallback(move |body: axum::body::Bytes| {
+        let tx = tx.clone();
+        async move {
+            let event: Value = serde_json::from_slice(&body).unwrap_or_default();
+            let _ = tx.send(
+                event["data"]["object"]["id"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_owned(),
+            );
+            "ok"
+        }
+    });
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/events", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    let (status, _) = gw
+        .post("/v1/webhook_endpoints", key, json!({"url": url}))
+        .await;
+    assert_eq!(status, 201);
+    let control = reqwest::Client::new();
+    let mut latencies = Vec::with_capacity(count);
+    for _ in 0..count {
+        let (_, charge) = gw
+            .post(
+                "/v1/charges",
+                key,
+                json!({"amount": 1990, "provider": "efi"}),
+            )
+            .await;
+        let id = charge["id"].as_str().unwrap().to_owned();
+        let started = Instant::now();
+        control
+            .post(format!("{}/_sim/pay", sim.control_url()))
+            .json(&json!({"provider": "efi", "reference": charge["reference"]}))
+            .send()
+            .await
+            .unwrap()
+            .error_for_status()
+            .unwrap();
+        loop {
+            let got = tokio::time::timeout(Duration::from_secs(30), rx.recv())
+                .await
+                .unwrap()
+                .unwrap();
+            if got == id {
+                break;
+            }
+        }
+        latencies.push(started.elapsed());
+    }
+    latencies.sort();
+    (latencies[count / 2], latencies[count * 99 / 100])
 }
 
 criterion_group!(benches, bench);

@@ -14,6 +14,9 @@ pub struct AppConfig {
     /// Public base URL of this gateway, without a trailing slash: webhook URLs start with it.
     pub base_url: String,
     pub delivery: crate::webhooks::outbound::DeliveryConfig,
+    /// Requests per API key and second (0: no limit).
+    pub rate_limit: u32,
+    pub breaker: crate::routing::BreakerConfig,
     pub reconciler: crate::reconciler::ReconcilerConfig,
 }
 
@@ -30,6 +33,9 @@ pub struct App {
     pub outbox: crate::webhooks::outbound::OutboxSignal,
     /// Charge status changes made by this gateway, for live screens.
     pub live: crate::live::LiveUpdates,
+    pub rate_limiter: crate::rate_limit::RateLimiter,
+    /// PSP health for the router.
+    pub breaker: crate::routing::Breaker,
 }
 
 impl App {
@@ -39,11 +45,13 @@ impl App {
             vault,
             runtime,
             prepared: PreparedCache::default(),
-            config,
             metrics: crate::metrics::install(),
             key_uses: Default::default(),
             outbox: Default::default(),
             live: Default::default(),
+            rate_limiter: crate::rate_limit::RateLimiter::new(config.rate_limit),
+            breaker: crate::routing::Breaker::new(config.breaker.clone()),
+            config,
         })
     }
 }

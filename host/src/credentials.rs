@@ -181,6 +181,11 @@ pub fn webhook_token_aad(credential_id: &str) -> Aad {
     Aad::new("credentials", credential_id, "webhook-token")
 }
 
+/// Whether the webhook URL given to the PSP carries the token (see [`webhook_url`]).
+pub fn token_in_url(manifest: &runtime::Manifest) -> bool {
+    manifest.webhook_auth != runtime::WebhookAuth::HeaderToken
+}
+
 /// The URL a PSP notifies for this credential.
 pub fn webhook_url(
     base_url: &str,
@@ -226,7 +231,7 @@ impl PreparedCache {
         let fields = open_fields(vault, record)?;
         let token =
             vault.open_string(&record.webhook_token_sealed, &webhook_token_aad(&record.id))?;
-        let url_token = adapter.manifest().webhook_auth == runtime::WebhookAuth::UrlToken;
+        let url_token = token_in_url(adapter.manifest());
         let credential = Credential {
             id: record.id.clone(),
             environment: record.environment.into(),
@@ -417,6 +422,7 @@ mod tests {
             webhook_token_sealed: String::new(),
             active: true,
             position: 0,
+            route_limit: 1,
             created_at: 0,
             updated_at: 0,
         };

@@ -5,11 +5,11 @@
 //! - [`api`]: the HTTP surface, one router per module.
 //! - [`app`]: the running gateway's shared parts; [`config`]: operator settings parsed into types.
 //! - [`domain`]: values parsed at the edge (amounts, documents, references, BR Codes, keys).
-//! - [`charges`], [`credentials`]: what the API does, without HTTP.
+//! - [`charges`], [`credentials`]: what the API does, without HTTP; [`routing`]: `random`.
 //! - [`store`]: SQLite / PostgreSQL; [`vault`]: encryption of secrets at rest.
 //! - [`webhooks`]: PSP notifications in, signed events out; [`reconciler`]: asks PSPs about
 //!   charges that can still change; [`live`]: status changes for live screens.
-//! - [`metrics`]: Prometheus metrics.
+//! - [`metrics`]: Prometheus metrics; [`rate_limit`]: requests per API key.
 
 pub mod api;
 pub mod app;
@@ -19,7 +19,9 @@ pub mod credentials;
 pub mod domain;
 pub mod live;
 pub mod metrics;
+pub mod rate_limit;
 pub mod reconciler;
+pub mod routing;
 pub mod runtime;
 pub mod store;
 pub mod vault;

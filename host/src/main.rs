@@ -135,6 +135,19 @@ struct ServeArgs {
     /// Time after a charge's expiry before an unpaid charge is declared expired.
     #[arg(long, env = "PIXGW_RECONCILE_GRACE", default_value = "5m", value_parser = pixgw::config::parse_duration)]
     reconcile_grace: std::time::Duration,
+    /// Requests per API key and second, with bursts of twice as many (0: no limit).
+    #[arg(long, env = "PIXGW_RATE_LIMIT", default_value_t = 100)]
+    rate_limit: u32,
+    /// After this long, a charge whose create's outcome stayed unknown is settled: canceled at
+    /// the PSP if it turned up there, forgotten if not.
+    #[arg(long, env = "PIXGW_ORPHAN_AGE", default_value = "10m", value_parser = pixgw::config::parse_duration)]
+    orphan_age: std::time::Duration,
+    /// Consecutive `unavailable` answers after which the router skips a PSP credential.
+    #[arg(long, env = "PIXGW_BREAKER_THRESHOLD", default_value_t = 5)]
+    breaker_threshold: u32,
+    /// How long the router skips a credential whose circuit opened.
+    #[arg(long, env = "PIXGW_BREAKER_COOLDOWN", default_value = "30s", value_parser = pixgw::config::parse_duration)]
+    breaker_cooldown: std::time::Duration,
     /// How often the background workers look for work that other gateways queued.
     #[arg(long, env = "PIXGW_WORKER_POLL", default_value = "1s", value_parser = pixgw::config::parse_duration)]
     worker_poll: std::time::Duration,
@@ -352,6 +365,11 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         .to_owned();
     let config = pixgw::app::AppConfig {
         base_url,
+        rate_limit: args.rate_limit,
+        breaker: pixgw::routing::BreakerConfig {
+            threshold: args.breaker_threshold.max(1),
+            cooldown: args.breaker_cooldown,
+        },
         delivery: pixgw::webhooks::outbound::DeliveryConfig {
             retry_delays: args.webhook_retry_delays,
             poll_interval: args.worker_poll,
@@ -364,6 +382,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
             schedule: args.reconcile_schedule,
             grace: args.reconcile_grace,
             poll_interval: args.worker_poll,
+            orphan_age: args.orphan_age,
         },
     };
     let deliverer = std::sync::Arc::new(pixgw::webhooks::outbound::Deliverer::new(

@@ -5,7 +5,11 @@
 //!   `pixgw_http_request_duration_seconds{route, method}`
 //! - `pixgw_psp_call_duration_seconds{provider, operation, outcome}`: an adapter call, PSP round
 //!   trips included
+//! - `pixgw_psp_http_duration_seconds{provider, outcome}`: one HTTP exchange with a PSP (its
+//!   latency), `outcome` the HTTP status or the transport failure
 //! - `pixgw_charges_total{provider, status}`: charges reaching each status
+//! - `pixgw_psp_unavailable_total{provider, credential}` and
+//!   `pixgw_psp_consecutive_unavailable{provider, credential}`: the router's view of PSP health
 
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
@@ -58,6 +62,46 @@ pub fn psp_call(provider: &str, operation: &'static str, elapsed: Duration, ok: 
     metrics::histogram!("pixgw_psp_call_duration_seconds",
         "provider" => provider.to_owned(), "operation" => operation, "outcome" => if ok { "ok" } else { "error" })
     .record(elapsed.as_secs_f64());
+}
+
+/// One HTTP exchange an adapter made with its PSP.
+pub fn psp_http(
+    provider: &str,
+    result: &Result<
+        crate::runtime::bindings::http::Response,
+        crate::runtime::bindings::http::HttpError,
+    >,
+    elapsed: Duration,
+) {
+    use crate::runtime::bindings::http::HttpError;
+    let outcome = match result {
+        Ok(r) => r.status.to_string(),
+        Err(HttpError::Denied(_)) => "denied".into(),
+        Err(HttpError::NotSent(_)) => "not_sent".into(),
+        Err(HttpError::Certificate(_)) => "certificate".into(),
+        Err(HttpError::NoAnswer(_)) => "no_answer".into(),
+    };
+    metrics::histogram!("pixgw_psp_http_duration_seconds", "provider" => provider.to_owned(), "outcome" => outcome)
+        .record(elapsed.as_secs_f64());
+}
+
+/// A PSP answer as the router's health sees it: `unavailable` or not, and the run of
+/// consecutive `unavailable` answers of that credential.
+pub fn psp_health(
+    provider: &str,
+    credential: &str,
+    consecutive_unavailable: u32,
+    unavailable: bool,
+) {
+    let labels = [
+        ("provider", provider.to_owned()),
+        ("credential", credential.to_owned()),
+    ];
+    metrics::gauge!("pixgw_psp_consecutive_unavailable", &labels)
+        .set(f64::from(consecutive_unavailable));
+    if unavailable {
+        metrics::counter!("pixgw_psp_unavailable_total", &labels).increment(1);
+    }
 }
 
 /// A charge reached `status` (created ones reach `pending`).

@@ -25,6 +25,9 @@ pub struct ReconcilerConfig {
     pub grace: Duration,
     /// How often due checks are looked for.
     pub poll_interval: Duration,
+    /// A charge left `creating` this long (its create's outcome unknown, and no retry resumed
+    /// it) is settled: canceled at the PSP if it exists there, forgotten if not.
+    pub orphan_age: Duration,
 }
 
 impl Default for ReconcilerConfig {
@@ -34,6 +37,7 @@ impl Default for ReconcilerConfig {
             schedule: vec![s(10), s(30), s(60), s(120), s(300), s(600), s(900)],
             grace: s(300),
             poll_interval: s(1),
+            orphan_age: s(600),
         }
     }
 }
@@ -58,6 +62,22 @@ const BATCH: i64 = 16;
 /// Runs until the task is dropped.
 pub async fn run(app: Arc<App>) {
     loop {
+        let orphan_age = app.config.reconciler.orphan_age.as_millis() as i64;
+        match app
+            .store
+            .claim_stale_creating(orphan_age, LEASE_MS, BATCH)
+            .await
+        {
+            Ok(stale) => {
+                for charge in stale {
+                    if let Err(e) = settle_orphan(&app, &charge).await {
+                        tracing::warn!(charge = %charge.id, error = %e, "settling an unfinished create failed; will retry");
+                    }
+                    let _ = app.store.schedule_check(&charge.id, None).await;
+                }
+            }
+            Err(e) => tracing::warn!(error = %e, "reading unfinished creates failed"),
+        }
         match app.store.claim_due_checks(LEASE_MS, BATCH).await {
             Ok(due) if !due.is_empty() => {
                 let checks = due.into_iter().map(|charge| check(&app, charge));
@@ -85,6 +105,66 @@ async fn check(app: &App, charge: ChargeRecord) {
     };
     if let Err(e) = app.store.schedule_check(&charge.id, next).await {
         tracing::warn!(charge = %charge.id, error = %e, "scheduling the next check failed");
+    }
+}
+
+/// A create whose outcome stayed unknown: if the PSP holds the charge, nobody was given its
+/// code, so it is canceled there (an orphan must not be paid); if not, the row goes.
+async fn settle_orphan(app: &App, charge: &ChargeRecord) -> Result<(), ChargeError> {
+    let (adapter, prepared) = app.adapter_of(charge).await?;
+    let request_id = format!("orphan_{}", uuid::Uuid::new_v4().simple());
+    match adapter
+        .query_charge(
+            &prepared,
+            &request_id,
+            &charge.reference,
+            charge.psp_id.as_deref(),
+        )
+        .await
+    {
+        Err(CallError::Psp {
+            error: PspError::NotFound(_),
+            ..
+        }) => {
+            tracing::info!(charge = %charge.id, "unfinished create: the PSP has no such charge");
+            app.store.delete_creating_charge(&charge.id).await?;
+            Ok(())
+        }
+        Err(e) => Err(e.into()),
+        Ok(psp) => {
+            let final_state = state_of(psp.status);
+            let psp = if final_state.is_final() {
+                psp
+            } else if adapter
+                .manifest()
+                .capabilities
+                .contains(crate::runtime::Capabilities::CANCEL_CHARGE)
+            {
+                adapter
+                    .cancel_charge(&prepared, &request_id, &charge.reference, Some(&psp.psp_id))
+                    .await?
+            } else {
+                tracing::warn!(charge = %charge.id, provider = %charge.provider,
+                    "orphan charge at a PSP that cannot cancel: it will lapse at its expiry");
+                psp
+            };
+            let to = match state_of(psp.status) {
+                ChargeState::Paid => ChargeState::Paid,
+                _ => ChargeState::Canceled,
+            };
+            // Kept for the record; no event: the merchant never received this charge.
+            let update = PspUpdate {
+                psp_id: Some(psp.psp_id.clone()),
+                next_check_at: Some(None),
+                ..Default::default()
+            };
+            app.store
+                .transition_charge(&charge.id, &[ChargeState::Creating], to, &update, None)
+                .await?;
+            tracing::warn!(charge = %charge.id, provider = %charge.provider, status = to.as_str(),
+                "unfinished create settled: an orphan charge turned up at the PSP");
+            Ok(())
+        }
     }
 }
 

@@ -276,3 +276,43 @@ async fn credential_checks_on_save(backend: Backend) {
     );
 }
 both_backends!(credential_checks_on_save);
+
+async fn requests_over_the_rate_get_429(backend: Backend) {
+    let sim = start_sim().await;
+    let db = TestDb::new(backend).await;
+    let m = create_merchant(&db, "Loja A");
+    let options = GatewayOptions {
+        env: vec![("PIXGW_RATE_LIMIT".into(), "2".into())],
+    };
+    let gw = Gateway::start(&db, &sim, &["efi"], options).await;
+    // 20 requests: at most 4 (the burst) plus what refills at 2 per second pass.
+    let requests = (0..20).map(|_| {
+        gw.request(reqwest::Method::GET, "/v1/charges", Some(&m.test_key))
+            .send()
+    });
+    let responses = futures::future::join_all(requests).await;
+    let limited: Vec<_> = responses
+        .into_iter()
+        .map(Result::unwrap)
+        .filter(|r| r.status() == 429)
+        .collect();
+    assert!(
+        limited.len() >= 10,
+        "only {} of 20 were limited",
+        limited.len()
+    );
+    let retry_after: u64 = limited[0].headers()["retry-after"]
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!((1..=2).contains(&retry_after));
+    let body: Value = limited.into_iter().next().unwrap().json().await.unwrap();
+    assert_eq!(body["error"]["type"], "rate_limit_error");
+    assert_eq!(body["error"]["code"], "rate_limited");
+    // Another merchant's key is not affected.
+    let other = create_merchant(&db, "Loja B");
+    let (status, _) = gw.get("/v1/charges", &other.test_key).await;
+    assert_eq!(status, 200);
+}
+both_backends!(requests_over_the_rate_get_429);

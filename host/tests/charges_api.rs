@@ -332,11 +332,6 @@ async fn validation(backend: Backend) {
             "provider_unknown",
         ),
         (
-            json!({"amount": 100, "provider": "random"}),
-            "provider",
-            "routing_unavailable",
-        ),
-        (
             json!({"amount": 100, "provider": "efi", "description": "x".repeat(141)}),
             "description",
             "parameter_invalid",

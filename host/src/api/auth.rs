@@ -65,6 +65,17 @@ impl FromRequestParts<Arc<App>> for Caller {
         if record.revoked_at.is_some() {
             return Err(invalid());
         }
+        if let Err(wait) = app.rate_limiter.check(&record.id) {
+            let mut e = ApiError::new(
+                axum::http::StatusCode::TOO_MANY_REQUESTS,
+                super::error::ErrorType::RateLimitError,
+                "rate_limited",
+                "Too many requests with this API key; slow down and retry after the time in \
+                 the Retry-After header.",
+            );
+            e.retry_after = Some(wait.as_secs().max(1));
+            return Err(e);
+        }
         let now = now_ms();
         let due = {
             let mut uses = app.key_uses.lock();

@@ -17,7 +17,7 @@ use super::error::{ApiError, ErrorResponse, ErrorType};
 use super::{psp_failure, request_id};
 use crate::app::App;
 use crate::charges::object::{ChargeObject, PayerSchema};
-use crate::charges::{self, Caller, ChargeInput, PayerInput};
+use crate::charges::{self, Caller, ChargeInput, PayerInput, ProviderChoice};
 use crate::domain::{Amount, Document, Email, Reference};
 use crate::store::charges::{ChargeFilter, ChargeState};
 use crate::store::idempotency::{Claim, KeyScope};
@@ -45,7 +45,9 @@ pub struct CreateChargeRequest {
     #[schema(minimum = 1, maximum = 1_000_000_000, example = 1990)]
     amount: i64,
     /// An installed adapter id (`efi`, `stripe`, …; see `GET /v1/adapters`) for which the
-    /// merchant has an active credential in the key's environment.
+    /// merchant has an active credential in the key's environment — or `random`: round robin
+    /// over the merchant's PSPs that accept this payer, with failover that never makes two
+    /// charges; the answer's `routing` says which PSPs were tried.
     #[schema(example = "efi")]
     provider: String,
     /// Shown to the payer by most PSPs; 1 to 140 characters.
@@ -66,16 +68,15 @@ fn parse_input(mut body: JsonObject) -> Result<ChargeInput, ApiError> {
     )?;
     let amount = Amount::from_centavos(amount)
         .map_err(|e| ApiError::invalid_param("amount", e.to_string()))?;
-    let provider =
-        body.required_string("provider", 64, "the PSP to charge through, e.g. \"efi\"")?;
-    if provider == "random" {
-        return Err(ApiError::invalid_param(
-            "provider",
-            "provider \"random\" (routing over all connected PSPs) is not available yet; name \
-             one PSP, e.g. \"efi\".",
-        )
-        .with_code("routing_unavailable"));
-    }
+    let provider = body.required_string(
+        "provider",
+        64,
+        "the PSP to charge through, e.g. \"efi\", or \"random\"",
+    )?;
+    let provider = match provider.as_str() {
+        "random" => ProviderChoice::Random,
+        _ => ProviderChoice::One(provider),
+    };
     let description = body.string("description", 140)?;
     let mut payer = PayerInput::default();
     if let Some(mut p) = body.object("payer")? {
@@ -305,6 +306,9 @@ pub async fn create(
 /// or the gateway itself failed; a retry must be allowed to try again with the same reference.
 fn is_final(error: &charges::ChargeError) -> bool {
     use crate::runtime::{CallError, PspError};
+    if let charges::ChargeError::AllFailed { last, .. } = error {
+        return is_final(last);
+    }
     !matches!(
         error,
         charges::ChargeError::Psp(

@@ -71,8 +71,10 @@ pub struct CredentialObject {
     label: String,
     /// Used for charges when true.
     active: bool,
-    /// Order among the merchant's credentials (lower first).
+    /// Order among the merchant's credentials (lower first): the order of the round robin.
     position: i64,
+    /// Consecutive charges this credential takes in a round robin before the turn passes on.
+    route_limit: i64,
     /// The fields that are not secret, as saved.
     fields: BTreeMap<String, String>,
     /// Names of the secret fields that hold a value (values are never returned).
@@ -100,7 +102,7 @@ async fn object_of(
     let url_token = app
         .runtime
         .adapter(&record.provider)
-        .is_some_and(|a| a.manifest().webhook_auth == runtime::WebhookAuth::UrlToken);
+        .is_none_or(|a| credentials::token_in_url(a.manifest()));
     Ok(CredentialObject {
         id: record.id.clone(),
         object: "credential",
@@ -109,6 +111,7 @@ async fn object_of(
         label: record.label.clone(),
         active: record.active,
         position: record.position,
+        route_limit: record.route_limit,
         fields: record.public_fields.clone(),
         secret_fields_set: record.sealed_fields.keys().cloned().collect(),
         webhook: WebhookInfo {
@@ -146,6 +149,16 @@ fn fields_param(body: &mut JsonObject) -> Result<Option<BTreeMap<String, String>
         .map(Some)
 }
 
+fn route_limit_param(body: &mut JsonObject) -> Result<Option<i64>, ApiError> {
+    match body.integer("route_limit")? {
+        Some(n) if !(1..=1000).contains(&n) => Err(ApiError::invalid_param(
+            "route_limit",
+            "route_limit must be between 1 and 1000 consecutive charges.",
+        )),
+        n => Ok(n),
+    }
+}
+
 fn position_param(body: &mut JsonObject) -> Result<Option<i64>, ApiError> {
     match body.integer("position")? {
         Some(p) if !(0..=1_000_000).contains(&p) => Err(ApiError::invalid_param(
@@ -175,7 +188,7 @@ async fn verify(
             message: None,
         });
     }
-    let url_token = adapter.manifest().webhook_auth == runtime::WebhookAuth::UrlToken;
+    let url_token = credentials::token_in_url(adapter.manifest());
     let credential = Credential {
         id: record.id.clone(),
         environment: record.environment.into(),
@@ -269,7 +282,7 @@ async fn register(
 
 /// Connect an account at a PSP.
 #[utoipa::path(post, path = "/v1/credentials", tag = "credentials",
-    request_body(content = serde_json::Value, description = "`{provider, label?, fields: {<manifest field>: string}, position?, verify?: bool (default true: try the credential at the PSP when the adapter can), register_webhook?: bool (default true: register the webhook URL at the PSP when the adapter can)}`"),
+    request_body(content = serde_json::Value, description = "`{provider, label?, fields: {<manifest field>: string}, position?, route_limit? (1..1000, default 1), verify?: bool (default true: try the credential at the PSP when the adapter can), register_webhook?: bool (default true: register the webhook URL at the PSP when the adapter can)}`"),
     responses(
         (status = 201, body = CredentialObject),
         (status = 400, description = "A field is missing or invalid (a PEM that does not parse, a certificate that does not match its key or has expired, a key for the other environment); `param` names it", body = ErrorResponse),
@@ -285,6 +298,7 @@ pub async fn create(
     let label = body.string("label", 100)?;
     let fields = fields_param(&mut body)?.unwrap_or_default();
     let position = position_param(&mut body)?.unwrap_or(0);
+    let route_limit = route_limit_param(&mut body)?.unwrap_or(1);
     let verify_on_save = body.boolean("verify")?.unwrap_or(true);
     let register_webhook = body.boolean("register_webhook")?.unwrap_or(true);
     body.finish()?;
@@ -320,6 +334,7 @@ pub async fn create(
         webhook_id: uuid::Uuid::new_v4().to_string(),
         active: true,
         position,
+        route_limit,
         created_at: now,
         updated_at: now,
     };
@@ -382,7 +397,7 @@ pub async fn read(
 /// Change a credential's label, order, active flag or fields (omitted fields keep their value).
 #[utoipa::path(patch, path = "/v1/credentials/{id}", tag = "credentials",
     params(("id" = String, Path, description = "`cred_…`")),
-    request_body(content = serde_json::Value, description = "`{label?, active?, position?, fields?}`"),
+    request_body(content = serde_json::Value, description = "`{label?, active?, position?, route_limit?, fields?, register_webhook?}`"),
     responses((status = 200, body = CredentialObject), (status = 400, body = ErrorResponse), (status = 401, body = ErrorResponse), (status = 404, body = ErrorResponse)),
     security(("api_key" = [])))]
 pub async fn update(
@@ -400,6 +415,9 @@ pub async fn update(
     }
     if let Some(position) = position_param(&mut body)? {
         record.position = position;
+    }
+    if let Some(route_limit) = route_limit_param(&mut body)? {
+        record.route_limit = route_limit;
     }
     let fields = fields_param(&mut body)?;
     let register_webhook = body.boolean("register_webhook")?;

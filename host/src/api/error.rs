@@ -55,6 +55,9 @@ pub struct ErrorBody {
     /// The likely remedy, in plain words.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub hint: Option<String>,
+    /// For `provider: "random"`: every PSP tried, in order.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub attempted_providers: Option<Vec<String>>,
     /// The id of this request (also in the `x-request-id` header): quote it to support.
     pub request_id: String,
 }
@@ -70,6 +73,8 @@ pub struct ApiError {
     pub status: StatusCode,
     /// Boxed: errors travel through every `Result` of the API layer, which stays small.
     pub body: Box<ErrorBody>,
+    /// Seconds, for a 429.
+    pub retry_after: Option<u64>,
 }
 
 impl ApiError {
@@ -90,8 +95,10 @@ impl ApiError {
                 psp_message: None,
                 psp_code: None,
                 hint: None,
+                attempted_providers: None,
                 request_id: request_id::current(),
             }),
+            retry_after: None,
         }
     }
 
@@ -175,7 +182,14 @@ impl IntoResponse for ApiError {
             tracing::warn!(status = %self.status, code = %self.body.code, request_id = %self.body.request_id,
                 provider = ?self.body.provider, psp_message = ?self.body.psp_message, "request failed");
         }
-        (self.status, axum::Json(ErrorResponse { error: *self.body })).into_response()
+        let mut response =
+            (self.status, axum::Json(ErrorResponse { error: *self.body })).into_response();
+        if let Some(seconds) = self.retry_after {
+            response
+                .headers_mut()
+                .insert(axum::http::header::RETRY_AFTER, seconds.into());
+        }
+        response
     }
 }
 

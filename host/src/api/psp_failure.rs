@@ -28,6 +28,12 @@ const HINT_PIX_KEY: &str = "The PSP refused the Pix key. Check the Pix key saved
     credential: it must be an active key registered to this same account at {provider}.";
 const HINT_PIX_NOT_ENABLED: &str = "Pix is not enabled for this account at {provider}. Activate \
     Pix among the account's payment methods in {provider}'s dashboard, then retry.";
+const HINT_NO_PIX_DATA: &str = "{provider} created the payment without Pix data, which happens \
+    when the account cannot take Pix: check the account's country setting (Pix needs a Brazilian \
+    account) and that Pix is activated among its payment methods.";
+const HINT_NOT_PAYABLE_WITH_PIX: &str = "{provider} did not offer Pix for this charge: Pix was not \
+    among the account's payable methods. Enable Pix in the account's payment methods at \
+    {provider}, then retry.";
 const HINT_REJECTED: &str = "The PSP refused the charge; its message says why. Fix what it \
     names (in the request or in the account at {provider}) and retry.";
 const HINT_UNAVAILABLE: &str = "{provider} could not be reached or said it did nothing, so no \
@@ -49,7 +55,9 @@ fn fill(template: &str, provider: &str, environment: Environment) -> String {
         .replace("{env}", environment.as_str())
 }
 
-/// Which remedy fits, and the error code merchants can branch on.
+/// Which remedy fits, and the error code merchants can branch on. The word lists cover the
+/// central bank's vocabulary (`chave`) and the phrases PSPs use; an adapter that wants a given
+/// hint words its message accordingly.
 fn classify(error: &PspError, transport: Option<TransportFailure>) -> (&'static str, &'static str) {
     let detail = error_detail(error);
     let words = detail
@@ -80,6 +88,12 @@ fn classify(error: &PspError, transport: Option<TransportFailure>) -> (&'static 
             ]) =>
         {
             ("psp_pix_not_enabled", HINT_PIX_NOT_ENABLED)
+        }
+        PspError::Rejected(_) if mentions(&["country", "país", "without pix data"]) => {
+            ("psp_pix_unavailable_for_account", HINT_NO_PIX_DATA)
+        }
+        PspError::Rejected(_) if mentions(&["payable", "pagáve", "pagave"]) => {
+            ("psp_pix_not_payable", HINT_NOT_PAYABLE_WITH_PIX)
         }
         PspError::Rejected(_) if status == Some(404) => ("psp_resource_not_found", HINT_NOT_FOUND),
         PspError::Rejected(_) => ("psp_rejected", HINT_REJECTED),
@@ -194,6 +208,23 @@ pub fn from_charge_error(error: ChargeError, environment: Environment) -> ApiErr
             ),
         ),
         ChargeError::Psp(call) => from_call(&call, environment),
+        ChargeError::NoRoute { reason } => ApiError::invalid_param(
+            "provider",
+            format!("provider \"random\" found no PSP for this charge: {reason}."),
+        )
+        .with_code("no_eligible_provider"),
+        ChargeError::AllFailed { attempted, last } => {
+            let mut e = from_charge_error(*last, environment);
+            if e.body.code != "psp_outcome_unknown" {
+                e.body.message = format!(
+                    "Every PSP tried refused ({}). The last: {}",
+                    attempted.join(", "),
+                    e.body.message
+                );
+            }
+            e.body.attempted_providers = Some(attempted);
+            e
+        }
         ChargeError::BadPspAnswer { provider, detail } => ApiError::new(
             StatusCode::BAD_GATEWAY,
             ErrorType::PspError,

@@ -14,6 +14,7 @@ use crate::app::App;
 use crate::domain::{Amount, BrCode, ChargeId, Document, Email, Environment, Reference};
 use crate::runtime::{self, CallError, PspError};
 use crate::store::charges::{ChargeRecord, ChargeState, PspUpdate};
+use crate::store::credentials::CredentialRecord;
 use crate::store::{StoreError, now_ms};
 
 /// Seconds a charge can be paid when the request does not say.
@@ -36,15 +37,63 @@ pub struct PayerInput {
     pub document: Option<Document>,
 }
 
+/// Which PSP a charge request asks for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ProviderChoice {
+    /// One adapter id.
+    One(String),
+    /// `random`: the router picks among the merchant's PSPs.
+    Random,
+}
+
+impl ProviderChoice {
+    pub fn as_str(&self) -> &str {
+        match self {
+            ProviderChoice::One(id) => id,
+            ProviderChoice::Random => "random",
+        }
+    }
+}
+
 /// A charge request, parsed: every value here is valid.
 #[derive(Debug, Clone)]
 pub struct ChargeInput {
     pub amount: Amount,
-    pub provider: String,
+    pub provider: ProviderChoice,
     pub description: Option<String>,
     pub payer: PayerInput,
     pub expires_in: u32,
     pub metadata: serde_json::Map<String, serde_json::Value>,
+}
+
+/// One charge request being tried at a PSP.
+#[derive(Clone, Copy)]
+pub(crate) struct Attempt<'a> {
+    pub caller: &'a Caller,
+    pub input: &'a ChargeInput,
+    pub reference: &'a Reference,
+    pub request_id: &'a str,
+    /// `{mode, selected_provider, attempted_providers}` for routed requests.
+    pub routing: Option<&'a serde_json::Value>,
+}
+
+/// The first payer field `adapter` requires that `payer` lacks.
+pub(crate) fn missing_payer_field(
+    adapter: &runtime::Adapter,
+    payer: &PayerInput,
+) -> Option<&'static str> {
+    adapter
+        .manifest()
+        .required_payer_fields
+        .iter()
+        .find_map(|field| {
+            let (name, present) = match field {
+                runtime::PayerField::Email => ("email", payer.email.is_some()),
+                runtime::PayerField::Name => ("name", payer.name.is_some()),
+                runtime::PayerField::Document => ("document", payer.document.is_some()),
+            };
+            (!present).then_some(name)
+        })
 }
 
 /// Why a charge was not created (or not changed).
@@ -59,6 +108,15 @@ pub enum ChargeError {
     NotConnected {
         provider: String,
         environment: Environment,
+    },
+    /// `random` found no PSP to try.
+    #[error("no PSP can take this charge: {reason}")]
+    NoRoute { reason: String },
+    /// Every PSP the router tried refused; the last one's error, and who was tried.
+    #[error("{attempted:?}: {last}")]
+    AllFailed {
+        attempted: Vec<String>,
+        last: Box<ChargeError>,
     },
     #[error("{provider} requires payer.{field}")]
     PayerFieldRequired {
@@ -116,27 +174,6 @@ impl App {
             })
     }
 
-    /// The credential a charge of `provider` uses now, prepared for calls.
-    async fn connection(
-        &self,
-        caller: &Caller,
-        adapter: &runtime::Adapter,
-    ) -> Result<(String, std::sync::Arc<runtime::PreparedCredential>), ChargeError> {
-        let provider = &adapter.manifest().id;
-        let record = self
-            .store
-            .active_credential(&caller.merchant_id, caller.environment, provider)
-            .await?
-            .ok_or_else(|| ChargeError::NotConnected {
-                provider: provider.clone(),
-                environment: caller.environment,
-            })?;
-        let prepared =
-            self.prepared
-                .get_or_prepare(&self.vault, &self.config.base_url, adapter, &record)?;
-        Ok((record.id, prepared))
-    }
-
     /// The prepared credential a stored charge was created with.
     async fn connection_of(
         &self,
@@ -155,8 +192,9 @@ impl App {
             .get_or_prepare(&self.vault, &self.config.base_url, adapter, &record)?)
     }
 
-    /// Creates a charge at the PSP with `reference`. Calling again with the same reference
-    /// (a resumed idempotent request) finds the charge instead of making a second one.
+    /// Creates a charge at the PSP the request names, or at the one the router picks for
+    /// `random`, with `reference`. Calling again with the same reference (a resumed idempotent
+    /// request) finds the charge instead of making a second one.
     pub async fn create_charge(
         &self,
         caller: &Caller,
@@ -164,29 +202,67 @@ impl App {
         reference: &Reference,
         request_id: &str,
     ) -> Result<ChargeRecord, ChargeError> {
-        let adapter = self.adapter_for(&input.provider)?;
-        for field in &adapter.manifest().required_payer_fields {
-            let (name, present) = match field {
-                runtime::PayerField::Email => ("email", input.payer.email.is_some()),
-                runtime::PayerField::Name => ("name", input.payer.name.is_some()),
-                runtime::PayerField::Document => ("document", input.payer.document.is_some()),
-            };
-            if !present {
-                return Err(ChargeError::PayerFieldRequired {
-                    provider: input.provider.clone(),
-                    field: name,
-                });
+        let provider = match &input.provider {
+            ProviderChoice::Random => {
+                return crate::routing::route(self, caller, input, reference, request_id).await;
             }
+            ProviderChoice::One(provider) => provider,
+        };
+        let adapter = self.adapter_for(provider)?;
+        if let Some(field) = missing_payer_field(&adapter, &input.payer) {
+            return Err(ChargeError::PayerFieldRequired {
+                provider: provider.clone(),
+                field,
+            });
         }
-        let (credential_id, prepared) = self.connection(caller, &adapter).await?;
+        let record = self
+            .store
+            .active_credential(&caller.merchant_id, caller.environment, provider)
+            .await?
+            .ok_or_else(|| ChargeError::NotConnected {
+                provider: provider.clone(),
+                environment: caller.environment,
+            })?;
+        let attempt = Attempt {
+            caller,
+            input,
+            reference,
+            request_id,
+            routing: None,
+        };
+        self.attempt_at(&attempt, &adapter, &record).await
+    }
 
+    /// One try at one PSP: writes the charge as `creating`, calls the adapter, and finishes the
+    /// charge from its answer. A refusal removes the row (nothing exists at the PSP); an unknown
+    /// outcome keeps it.
+    pub(crate) async fn attempt_at(
+        &self,
+        attempt: &Attempt<'_>,
+        adapter: &runtime::Adapter,
+        credential: &CredentialRecord,
+    ) -> Result<ChargeRecord, ChargeError> {
+        let Attempt {
+            caller,
+            input,
+            reference,
+            request_id,
+            routing,
+        } = *attempt;
+        let prepared = self.prepared.get_or_prepare(
+            &self.vault,
+            &self.config.base_url,
+            adapter,
+            credential,
+        )?;
+        let provider = adapter.manifest().id.clone();
         let now = now_ms();
         let mut charge = ChargeRecord {
             id: ChargeId::generate().to_string(),
             merchant_id: caller.merchant_id.clone(),
             environment: caller.environment,
-            credential_id,
-            provider: input.provider.clone(),
+            credential_id: credential.id.clone(),
+            provider: provider.clone(),
             reference: reference.to_string(),
             psp_id: None,
             status: ChargeState::Creating,
@@ -202,6 +278,7 @@ impl App {
             paid_at: None,
             end_to_end_id: None,
             amount_paid: None,
+            routing: routing.cloned(),
             created_at: now,
             updated_at: now,
         };
@@ -212,7 +289,7 @@ impl App {
                 .charge_by_reference(reference.as_str())
                 .await?
                 .ok_or_else(|| StoreError::Corrupt(format!("reference {reference} vanished")))?;
-            if existing.status != ChargeState::Creating {
+            if existing.status != ChargeState::Creating || existing.credential_id != credential.id {
                 return Ok(existing);
             }
             charge = existing;
@@ -232,23 +309,47 @@ impl App {
         let started = std::time::Instant::now();
         let result = adapter.create_charge(&prepared, request_id, &request).await;
         crate::metrics::psp_call(
-            &input.provider,
+            &provider,
             "create-charge",
             started.elapsed(),
             result.is_ok(),
         );
-        let psp = match result {
-            Ok(psp) => psp,
+        let outcome = match &result {
+            Ok(_) => "created",
+            Err(e) => crate::routing::outcome_of(e),
+        };
+        self.store
+            .record_charge_attempt(&crate::store::routing::AttemptRecord {
+                reference: reference.to_string(),
+                credential_id: credential.id.clone(),
+                provider: provider.clone(),
+                outcome,
+                message: result.as_ref().err().map(|e| e.to_string()),
+            })
+            .await?;
+        match result {
+            Ok(psp) => self.finish_created(&charge, psp, input.expires_in).await,
             Err(error) => {
                 if nothing_created(&error) {
                     self.store.delete_creating_charge(&charge.id).await?;
                 }
-                return Err(error.into());
+                Err(error.into())
             }
-        };
+        }
+    }
+
+    /// Makes a `creating` charge `pending` (or further) from the PSP's answer, after checking
+    /// its copy-and-paste code and drawing the QR code when the PSP gave no image.
+    pub(crate) async fn finish_created(
+        &self,
+        charge: &ChargeRecord,
+        psp: runtime::Charge,
+        expires_in: u32,
+    ) -> Result<ChargeRecord, ChargeError> {
+        let now = now_ms();
         let mut update = update_of(&psp);
         let unusable = |detail: String| ChargeError::BadPspAnswer {
-            provider: input.provider.clone(),
+            provider: charge.provider.clone(),
             detail,
         };
         let copy_paste = match &psp.copy_paste {
@@ -287,7 +388,7 @@ impl App {
             .expires_at
             .as_deref()
             .and_then(crate::store::parse_rfc3339)
-            .or(Some(now + i64::from(input.expires_in) * 1000));
+            .or(Some(now + i64::from(expires_in) * 1000));
         let state = match state_of(psp.status) {
             ChargeState::Paid | ChargeState::Processing => state_of(psp.status),
             _ => ChargeState::Pending,
@@ -300,9 +401,11 @@ impl App {
             // Someone else finished this very charge (a resumed request racing the first).
             None => Ok(self
                 .store
-                .charge_by_reference(reference.as_str())
+                .charge_by_reference(&charge.reference)
                 .await?
-                .ok_or_else(|| StoreError::Corrupt(format!("reference {reference} vanished")))?),
+                .ok_or_else(|| {
+                    StoreError::Corrupt(format!("reference {} vanished", charge.reference))
+                })?),
         }
     }
 
@@ -452,7 +555,7 @@ impl App {
 }
 
 /// Whether a failed create certainly left nothing at the PSP.
-fn nothing_created(error: &CallError) -> bool {
+pub(crate) fn nothing_created(error: &CallError) -> bool {
     matches!(
         error,
         CallError::Psp {

@@ -58,6 +58,10 @@ pub struct ChargeObject {
     amount_paid: Option<i64>,
     /// Set when the PSP reported a payment of another amount than the charge's.
     amount_mismatch: bool,
+    /// For `provider: "random"`: `{mode: "round_robin", selected_provider, attempted_providers}`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Object>)]
+    routing: Option<serde_json::Value>,
     metadata: serde_json::Value,
 }
 
@@ -90,6 +94,7 @@ impl From<&ChargeRecord> for ChargeObject {
             end_to_end_id: c.end_to_end_id.clone(),
             amount_paid: c.amount_paid,
             amount_mismatch: c.amount_paid.is_some_and(|paid| paid != c.amount),
+            routing: c.routing.clone(),
             metadata: c.metadata.clone(),
         }
     }

@@ -308,6 +308,7 @@ impl http::Host for CallState {
         }
         tracing::debug!(target: "adapter", provider = %self.provider, request_id = %self.request_id,
             method = ?method, url = %url, outcome = %outcome, elapsed_ms = started.elapsed().as_millis() as u64, "psp call");
+        crate::metrics::psp_http(&self.provider, &result, started.elapsed());
         result
     }
 }

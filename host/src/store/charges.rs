@@ -81,6 +81,8 @@ pub struct ChargeRecord {
     pub paid_at: Option<i64>,
     pub end_to_end_id: Option<String>,
     pub amount_paid: Option<i64>,
+    /// How a routed charge was placed: `{mode, selected_provider, attempted_providers}`.
+    pub routing: Option<serde_json::Value>,
     pub created_at: i64,
     pub updated_at: i64,
 }
@@ -113,7 +115,8 @@ pub struct ChargeFilter {
 
 const COLUMNS: &str = "id, merchant_id, environment, credential_id, provider, reference, psp_id, \
     status, amount, description, payer_email, payer_name, payer_document, copy_paste, \
-    qr_png_base64, expires_at, metadata, paid_at, end_to_end_id, amount_paid, created_at, updated_at";
+    qr_png_base64, expires_at, metadata, paid_at, end_to_end_id, amount_paid, created_at, updated_at, \
+    routing";
 
 impl Store {
     /// Writes a `creating` charge. `false` when a charge with this reference exists already
@@ -121,7 +124,7 @@ impl Store {
     pub async fn insert_creating_charge(&self, c: &ChargeRecord) -> Result<bool, StoreError> {
         let done = sqlx::query(&format!(
             "INSERT INTO charges ({COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, \
-             $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22) \
+             $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23) \
              ON CONFLICT (reference) DO NOTHING"
         ))
         .bind(&c.id)
@@ -146,6 +149,7 @@ impl Store {
         .bind(c.amount_paid)
         .bind(c.created_at)
         .bind(c.updated_at)
+        .bind(c.routing.as_ref().map(|r| r.to_string()))
         .execute(self.pool())
         .await?;
         Ok(done.rows_affected() == 1)
@@ -345,6 +349,40 @@ impl Store {
         rows.iter().map(record_of).collect()
     }
 
+    /// Leases up to `limit` charges left `creating` for longer than `age_ms`: requests whose
+    /// outcome at the PSP stayed unknown and that nobody resumed.
+    pub async fn claim_stale_creating(
+        &self,
+        age_ms: i64,
+        lease_ms: i64,
+        limit: i64,
+    ) -> Result<Vec<ChargeRecord>, StoreError> {
+        let now = super::now_ms();
+        let owner = super::lease_owner();
+        sqlx::query(
+            "UPDATE charges SET check_lease_until = $1, check_lease_owner = $2 \
+             WHERE id IN (SELECT id FROM charges WHERE status = 'creating' AND created_at < $3 \
+                            AND check_lease_until < $4 ORDER BY created_at LIMIT $5) \
+               AND check_lease_until < $4",
+        )
+        .bind(now + lease_ms)
+        .bind(&owner)
+        .bind(now - age_ms)
+        .bind(now)
+        .bind(limit)
+        .execute(self.pool())
+        .await?;
+        let rows = sqlx::query(&format!(
+            "SELECT {COLUMNS} FROM charges WHERE check_lease_owner = $1 AND check_lease_until > $2 \
+             AND status = 'creating'"
+        ))
+        .bind(&owner)
+        .bind(now)
+        .fetch_all(self.pool())
+        .await?;
+        rows.iter().map(record_of).collect()
+    }
+
     /// Sets when the reconciler asks about a charge next, and releases its lease.
     pub async fn schedule_check(
         &self,
@@ -409,5 +447,10 @@ fn record_of(r: &sqlx::any::AnyRow) -> Result<ChargeRecord, StoreError> {
         amount_paid: r.get(19),
         created_at: r.get(20),
         updated_at: r.get(21),
+        routing: r
+            .get::<Option<String>, _>(22)
+            .map(|text| serde_json::from_str(&text))
+            .transpose()
+            .map_err(|e| StoreError::Corrupt(format!("charge routing: {e}")))?,
     })
 }

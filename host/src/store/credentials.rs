@@ -23,18 +23,21 @@ pub struct CredentialRecord {
     pub webhook_token_sealed: String,
     pub active: bool,
     pub position: i64,
+    /// Consecutive charges this credential takes in a round robin before the turn passes on.
+    pub route_limit: i64,
     pub created_at: i64,
     pub updated_at: i64,
 }
 
 const COLUMNS: &str = "id, merchant_id, environment, provider, label, public_fields, \
-    sealed_fields, webhook_id, webhook_token_sealed, active, position, created_at, updated_at";
+    sealed_fields, webhook_id, webhook_token_sealed, active, position, created_at, updated_at, \
+    route_limit";
 
 impl Store {
     pub async fn insert_credential(&self, c: &CredentialRecord) -> Result<(), StoreError> {
         sqlx::query(&format!(
             "INSERT INTO credentials ({COLUMNS}) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)"
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)"
         ))
         .bind(&c.id)
         .bind(&c.merchant_id)
@@ -49,6 +52,7 @@ impl Store {
         .bind(c.position)
         .bind(c.created_at)
         .bind(c.updated_at)
+        .bind(c.route_limit)
         .execute(self.pool())
         .await?;
         Ok(())
@@ -58,8 +62,8 @@ impl Store {
     pub async fn update_credential(&self, c: &CredentialRecord) -> Result<(), StoreError> {
         sqlx::query(
             "UPDATE credentials SET label = $1, public_fields = $2, sealed_fields = $3, \
-             webhook_token_sealed = $4, active = $5, position = $6, updated_at = $7 \
-             WHERE id = $8",
+             webhook_token_sealed = $4, active = $5, position = $6, updated_at = $7, \
+             route_limit = $9 WHERE id = $8",
         )
         .bind(&c.label)
         .bind(json(&c.public_fields))
@@ -69,6 +73,7 @@ impl Store {
         .bind(c.position)
         .bind(c.updated_at)
         .bind(&c.id)
+        .bind(c.route_limit)
         .execute(self.pool())
         .await?;
         Ok(())
@@ -233,5 +238,6 @@ fn record_of(r: &sqlx::any::AnyRow) -> Result<CredentialRecord, StoreError> {
         position: r.get(10),
         created_at: r.get(11),
         updated_at: r.get(12),
+        route_limit: r.get(13),
     })
 }

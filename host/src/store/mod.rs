@@ -6,7 +6,7 @@
 //! `RETURNING`. The schema lives in `migrations/sqlite` and `migrations/postgres`, embedded in
 //! the binary. One module per table family: [`merchants`], [`api_keys`], [`credentials`],
 //! [`charges`], [`idempotency`], [`inbound`] (PSP notifications), [`webhook_endpoints`] and
-//! [`events`] (with the outbox of deliveries).
+//! [`events`] (with the outbox of deliveries), [`routing`].
 
 pub mod api_keys;
 pub mod charges;
@@ -15,6 +15,7 @@ pub mod events;
 pub mod idempotency;
 pub mod inbound;
 pub mod merchants;
+pub mod routing;
 pub mod webhook_endpoints;
 
 use std::str::FromStr;

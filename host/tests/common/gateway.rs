@@ -211,7 +211,7 @@ impl Gateway {
             .arg("--plugin-dir")
             .arg(&plugin_dir)
             .arg("--compile-cache-dir")
-            .arg(super::workspace().join("target/test-compile-cache"));
+            .arg(super::target_dir().join("test-compile-cache"));
         if let Some(sim) = sim {
             let ca = db.dir.path().join("sim-ca.pem");
             std::fs::write(&ca, sim.ca_pem()).unwrap();

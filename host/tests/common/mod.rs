@@ -20,9 +20,16 @@ pub fn workspace() -> PathBuf {
         .to_owned()
 }
 
+/// The build's target directory (`CARGO_TARGET_DIR` when set, as for xtask).
+pub fn target_dir() -> PathBuf {
+    std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| workspace().join("target"))
+}
+
 /// A component built by `cargo xtask plugins` (`plugins/` or `tests/` adapters).
 pub fn built_adapter(id: &str) -> PathBuf {
-    let target = workspace().join("target");
+    let target = target_dir();
     let path = [target.join("plugins"), target.join("test-plugins")]
         .into_iter()
         .map(|dir| dir.join(format!("{id}.wasm")))
@@ -50,7 +57,7 @@ pub async fn runtime_with(ids: &[&str], limits: Limits, sim: Option<&psp_sim::Si
     let mut config = RuntimeConfig {
         plugin_dir: plugin_dir.path().to_owned(),
         // Shared across tests so each test does not pay Cranelift again.
-        compile_cache_dir: Some(workspace().join("target/test-compile-cache")),
+        compile_cache_dir: Some(target_dir().join("test-compile-cache")),
         limits,
         ..Default::default()
     };

@@ -19,6 +19,9 @@ pub struct FailNext {
     /// Only requests whose path contains this string match (all requests when absent).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub path_contains: Option<String>,
+    /// Only requests with this method match, e.g. `GET` to fail queries but not creates.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub method: Option<String>,
 }
 
 fn default_fail_status() -> u16 {
@@ -71,11 +74,16 @@ impl Faults {
         }
     }
 
-    /// Consumes one forced failure if the next request on `path` should fail.
-    pub fn take_failure(&mut self, path: &str) -> Option<FailNext> {
+    /// Consumes one forced failure if the next `method` request on `path` should fail.
+    pub fn take_failure(&mut self, method: &str, path: &str) -> Option<FailNext> {
         let fail = self.fail_next.as_mut()?;
         if let Some(filter) = &fail.path_contains
             && !path.contains(filter.as_str())
+        {
+            return None;
+        }
+        if let Some(only) = &fail.method
+            && !only.eq_ignore_ascii_case(method)
         {
             return None;
         }
@@ -112,13 +120,15 @@ mod tests {
                 status: 500,
                 body: None,
                 path_contains: Some("/v2/cob".into()),
+                method: Some("GET".into()),
             }),
             ..Default::default()
         });
-        assert!(faults.take_failure("/oauth/token").is_none());
-        assert_eq!(faults.take_failure("/v2/cob/x").unwrap().status, 500);
-        assert!(faults.take_failure("/v2/cob/x").is_some());
-        assert!(faults.take_failure("/v2/cob/x").is_none());
+        assert!(faults.take_failure("GET", "/oauth/token").is_none());
+        assert!(faults.take_failure("PUT", "/v2/cob/x").is_none());
+        assert_eq!(faults.take_failure("GET", "/v2/cob/x").unwrap().status, 500);
+        assert!(faults.take_failure("get", "/v2/cob/x").is_some());
+        assert!(faults.take_failure("GET", "/v2/cob/x").is_none());
         assert_eq!(faults.fail_next, None);
     }
 }

@@ -390,7 +390,10 @@ async fn psp_middleware(
 
     let (latency, failure) = {
         let mut faults = common.faults.lock();
-        (faults.latency_ms, faults.take_failure(req.uri().path()))
+        (
+            faults.latency_ms,
+            faults.take_failure(req.method().as_str(), req.uri().path()),
+        )
     };
     if latency > 0 {
         tokio::time::sleep(std::time::Duration::from_millis(latency)).await;

@@ -1,0 +1,68 @@
+//! Routing state: the round-robin counter per merchant and environment, and the record of every
+//! attempt at a PSP.
+
+use sqlx::Row;
+
+use super::{Store, StoreError, now_ms};
+use crate::domain::Environment;
+
+/// One try at a PSP, for the record.
+#[derive(Debug, Clone)]
+pub struct AttemptRecord {
+    pub reference: String,
+    pub credential_id: String,
+    pub provider: String,
+    pub outcome: &'static str,
+    pub message: Option<String>,
+}
+
+impl Store {
+    /// Takes the next turn of the merchant's round robin: 0, 1, 2, … across every gateway
+    /// sharing the database (one atomic upsert).
+    pub async fn next_route_turn(
+        &self,
+        merchant_id: &str,
+        environment: Environment,
+    ) -> Result<i64, StoreError> {
+        let row = sqlx::query(
+            "INSERT INTO routing_cursors (merchant_id, environment, counter) VALUES ($1, $2, 1) \
+             ON CONFLICT (merchant_id, environment) \
+             DO UPDATE SET counter = routing_cursors.counter + 1 RETURNING counter",
+        )
+        .bind(merchant_id)
+        .bind(environment.as_str())
+        .fetch_one(self.pool())
+        .await?;
+        Ok(row.get::<i64, _>(0) - 1)
+    }
+
+    pub async fn record_charge_attempt(&self, a: &AttemptRecord) -> Result<(), StoreError> {
+        sqlx::query(
+            "INSERT INTO charge_attempts (reference, attempt, credential_id, provider, at, outcome, message) \
+             VALUES ($1, (SELECT COUNT(*) + 1 FROM charge_attempts WHERE reference = $1), $2, $3, $4, $5, $6)",
+        )
+        .bind(&a.reference)
+        .bind(&a.credential_id)
+        .bind(&a.provider)
+        .bind(now_ms())
+        .bind(a.outcome)
+        .bind(&a.message)
+        .execute(self.pool())
+        .await?;
+        Ok(())
+    }
+
+    /// The attempts made for a reference, in order: (provider, outcome).
+    pub async fn charge_attempts(
+        &self,
+        reference: &str,
+    ) -> Result<Vec<(String, String)>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT provider, outcome FROM charge_attempts WHERE reference = $1 ORDER BY attempt",
+        )
+        .bind(reference)
+        .fetch_all(self.pool())
+        .await?;
+        Ok(rows.iter().map(|r| (r.get(0), r.get(1))).collect())
+    }
+}
