@@ -22,7 +22,7 @@ pub struct AppConfig {
 
 pub struct App {
     pub store: Store,
-    pub vault: Vault,
+    pub vault: Arc<Vault>,
     pub runtime: Arc<Runtime>,
     pub prepared: PreparedCache,
     pub config: AppConfig,
@@ -42,7 +42,7 @@ impl App {
     pub fn new(store: Store, vault: Vault, runtime: Arc<Runtime>, config: AppConfig) -> Arc<App> {
         Arc::new(App {
             store,
-            vault,
+            vault: Arc::new(vault),
             runtime,
             prepared: PreparedCache::default(),
             metrics: crate::metrics::install(),

@@ -183,7 +183,15 @@ pub fn webhook_token_aad(credential_id: &str) -> Aad {
 
 /// Whether the webhook URL given to the PSP carries the token (see [`webhook_url`]).
 pub fn token_in_url(manifest: &runtime::Manifest) -> bool {
-    manifest.webhook_auth != runtime::WebhookAuth::HeaderToken
+    token_header(manifest).is_none()
+}
+
+/// The header in which the PSP sends the host's token, when the manifest names one.
+pub fn token_header(manifest: &runtime::Manifest) -> Option<&str> {
+    match &manifest.webhook_auth {
+        runtime::WebhookAuth::HeaderToken(header) => Some(header),
+        _ => None,
+    }
 }
 
 /// The URL a PSP notifies for this credential.
@@ -276,6 +284,10 @@ pub async fn rotate_all(
             store.update_credential(&record).await?;
         }
     }
+    // The adapters' cache is only a cache: rather than re-encrypt it, start it afresh.
+    sqlx::query("DELETE FROM adapter_cache")
+        .execute(store.pool())
+        .await?;
     Ok((records.len(), resealed))
 }
 

@@ -22,7 +22,7 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Run the gateway.
-    Serve(ServeArgs),
+    Serve(Box<ServeArgs>),
     /// Inspect PSP adapters.
     Plugins {
         #[command(subcommand)]
@@ -185,7 +185,7 @@ async fn main() -> anyhow::Result<()> {
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
     match Cli::parse().command {
-        Command::Serve(args) => serve(args).await?,
+        Command::Serve(args) => serve(*args).await?,
         Command::Plugins {
             command:
                 PluginsCommand::Check {
@@ -389,6 +389,12 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         config.delivery.clone(),
     )?);
     let app = pixgw::app::App::new(store, vault, runtime, config);
+    app.runtime.set_durable_cache(std::sync::Arc::new(
+        pixgw::store::adapter_cache::StoreCache {
+            store: app.store.clone(),
+            vault: app.vault.clone(),
+        },
+    ));
     // Background work; each task ends with the process.
     let tasks = [
         tokio::spawn(sweep_idempotency_keys(app.clone())),
@@ -413,7 +419,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Expired idempotency keys go hourly.
+/// Expired idempotency keys and adapter cache entries go hourly.
 async fn sweep_idempotency_keys(app: std::sync::Arc<pixgw::app::App>) {
     let mut every = tokio::time::interval(std::time::Duration::from_secs(3600));
     loop {
@@ -422,6 +428,9 @@ async fn sweep_idempotency_keys(app: std::sync::Arc<pixgw::app::App>) {
             Ok(n) if n > 0 => tracing::info!(deleted = n, "expired idempotency keys swept"),
             Ok(_) => {}
             Err(e) => tracing::warn!(error = %e, "sweeping idempotency keys failed"),
+        }
+        if let Err(e) = app.store.sweep_adapter_cache().await {
+            tracing::warn!(error = %e, "sweeping the adapter cache failed");
         }
     }
 }

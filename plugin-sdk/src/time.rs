@@ -1,7 +1,8 @@
 //! RFC 3339 timestamps without a date library: parse to Unix seconds, format in UTC.
 //!
 //! PSPs write `2024-05-01T12:00:00.358Z` or `2024-05-01T09:00:00-03:00`; the gateway wants UTC.
-//! Fractions of a second are accepted and dropped.
+//! Fractions of a second are accepted and dropped. Invoicing PSPs bill by due date, a calendar
+//! day in São Paulo: [`sao_paulo_date`] and [`sao_paulo_end_of_day`] convert.
 
 /// Seconds since the Unix epoch of an RFC 3339 timestamp with an offset (`Z` or `±hh:mm`).
 pub fn parse_rfc3339(text: &str) -> Result<i64, String> {
@@ -83,6 +84,35 @@ pub fn add_seconds(start: &str, seconds: i64) -> Result<String, String> {
     Ok(format_rfc3339(parse_rfc3339(start)? + seconds))
 }
 
+/// Seconds since the Unix epoch, now, by the host's wall clock.
+pub fn now_unix() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64)
+}
+
+/// Brasília time, the offset of `America/Sao_Paulo`: UTC−3 all year since Brazil ended
+/// daylight saving in 2019.
+pub const SAO_PAULO_OFFSET_SECONDS: i64 = -3 * 3600;
+
+/// The calendar date (`YYYY-MM-DD`) in São Paulo at `unix_seconds`: what PSPs that bill by
+/// due date (invoices, boletos) take as the last day a charge can be paid.
+pub fn sao_paulo_date(unix_seconds: i64) -> String {
+    format_rfc3339(unix_seconds + SAO_PAULO_OFFSET_SECONDS)[..10].to_owned()
+}
+
+/// The last second of a São Paulo calendar date, in UTC: `2024-05-01` → `2024-05-02T02:59:59Z`.
+pub fn sao_paulo_end_of_day(date: &str) -> Result<String, String> {
+    let bad = || format!("not a date: {date:?}");
+    if date.len() != 10 {
+        return Err(bad());
+    }
+    let midnight = parse_rfc3339(&format!("{date}T00:00:00Z")).map_err(|_| bad())?;
+    Ok(format_rfc3339(
+        midnight - SAO_PAULO_OFFSET_SECONDS + 86_400 - 1,
+    ))
+}
+
 fn is_leap(year: i64) -> bool {
     year % 4 == 0 && (year % 100 != 0 || year % 400 == 0)
 }
@@ -143,6 +173,21 @@ mod tests {
         for unix in [-86_400, 0, 68_169_600, 1_709_164_800, 4_102_444_799] {
             assert_eq!(parse_rfc3339(&format_rfc3339(unix)), Ok(unix));
         }
+    }
+
+    #[test]
+    fn sao_paulo_dates() {
+        // 02:30 UTC on the 2nd is still the 1st in São Paulo.
+        let t = parse_rfc3339("2024-05-02T02:30:00Z").unwrap();
+        assert_eq!(sao_paulo_date(t), "2024-05-01");
+        assert_eq!(sao_paulo_date(t + 1800), "2024-05-02");
+        assert_eq!(
+            sao_paulo_end_of_day("2024-12-31"),
+            Ok("2025-01-01T02:59:59Z".into())
+        );
+        assert!(sao_paulo_end_of_day("2024-02-30").is_err());
+        assert!(sao_paulo_end_of_day("2024-5-1").is_err());
+        assert!(now_unix() > 1_700_000_000);
     }
 
     #[test]

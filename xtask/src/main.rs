@@ -268,6 +268,32 @@ fn demo() -> anyhow::Result<()> {
             status == 201,
             "connecting {provider} failed ({status}): {answer}"
         );
+        // PSPs without a webhook API take the URL in their dashboard: set it at the simulator,
+        // as the credential's answer tells a merchant to.
+        let credential: serde_json::Value = serde_json::from_str(&answer)?;
+        if credential["webhook"]["registration"]["status"] == "manual" {
+            let mut headers = serde_json::Map::new();
+            if let Some(header) = credential["webhook"]["header"].as_str() {
+                headers.insert(header.to_owned(), credential["webhook"]["token"].clone());
+            }
+            let config = serde_json::json!({
+                "provider": provider,
+                "webhook_url": credential["webhook"]["url"],
+                "webhook_headers": headers,
+            });
+            let control = info["control_url"].as_str().unwrap_or_default();
+            let (status, answer) = http(
+                control,
+                "POST",
+                "/_sim/config",
+                None,
+                Some(&config.to_string()),
+            )?;
+            ensure!(
+                status == 200,
+                "configuring {provider}'s webhook at the simulator failed ({status}): {answer}"
+            );
+        }
         connected.push(provider.clone());
     }
     // A receiver for the merchant's signed events, printing each one as it arrives.

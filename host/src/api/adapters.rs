@@ -9,6 +9,7 @@ use serde_json::{Value, json};
 use std::sync::Arc;
 
 use crate::app::App;
+use crate::runtime::{Capabilities, WebhookAuth};
 
 pub fn router() -> Router<Arc<App>> {
     Router::new().route("/v1/adapters", get(list))
@@ -40,6 +41,12 @@ pub async fn list(State(state): State<Arc<App>>) -> Json<Value> {
                     })).collect::<Vec<_>>(),
                     "required_payer_fields": m.required_payer_fields.iter().map(|f| format!("{f:?}").to_lowercase()).collect::<Vec<_>>(),
                     "endpoints": m.endpoints.iter().map(|e| &e.name).collect::<Vec<_>>(),
+                    "webhook_auth": match &m.webhook_auth {
+                        WebhookAuth::UrlToken => json!({"type": "url-token"}),
+                        WebhookAuth::HeaderToken(header) => json!({"type": "header-token", "header": header}),
+                        WebhookAuth::PspSignature => json!({"type": "psp-signature"}),
+                    },
+                    "capabilities": capabilities(m.capabilities),
                 })
             });
             json!({
@@ -59,4 +66,16 @@ fn rfc3339(t: std::time::SystemTime) -> String {
     time::OffsetDateTime::from(t)
         .format(&time::format_description::well_known::Rfc3339)
         .unwrap_or_default()
+}
+
+fn capabilities(flags: Capabilities) -> Vec<&'static str> {
+    [
+        (Capabilities::CANCEL_CHARGE, "cancel-charge"),
+        (Capabilities::REGISTER_WEBHOOK, "register-webhook"),
+        (Capabilities::CHECK_CREDENTIALS, "check-credentials"),
+    ]
+    .into_iter()
+    .filter(|(flag, _)| flags.contains(*flag))
+    .map(|(_, name)| name)
+    .collect()
 }

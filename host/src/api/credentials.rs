@@ -39,9 +39,11 @@ pub fn router() -> Router<Arc<App>> {
 pub struct WebhookInfo {
     /// Register this URL at the PSP (adapters that can register it do so themselves).
     url: String,
-    /// The token that authenticates notifications (already in `url` for PSPs that call the URL
-    /// as registered; otherwise configure it at the PSP as the `x-pixgw-token` header).
+    /// The token that authenticates notifications: already in `url`, unless `header` is set.
     token: String,
+    /// For PSPs configured in their dashboard to send the token in a header: its name.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    header: Option<String>,
     /// How registering `url` at the PSP went: `{status: "registered" | "failed" | "manual" |
     /// "skipped", message?, at}`. `manual`: this PSP is configured in its own dashboard.
     #[schema(value_type = Option<Object>)]
@@ -99,10 +101,10 @@ async fn object_of(
             &credentials::webhook_token_aad(&record.id),
         )
         .map_err(|e| ApiError::internal(format!("vault: {e}")))?;
-    let url_token = app
-        .runtime
-        .adapter(&record.provider)
-        .is_none_or(|a| credentials::token_in_url(a.manifest()));
+    let adapter = app.runtime.adapter(&record.provider);
+    let header = adapter
+        .as_ref()
+        .and_then(|a| credentials::token_header(a.manifest()).map(str::to_owned));
     Ok(CredentialObject {
         id: record.id.clone(),
         object: "credential",
@@ -115,8 +117,9 @@ async fn object_of(
         fields: record.public_fields.clone(),
         secret_fields_set: record.sealed_fields.keys().cloned().collect(),
         webhook: WebhookInfo {
-            url: credentials::webhook_url(&app.config.base_url, record, &token, url_token),
+            url: credentials::webhook_url(&app.config.base_url, record, &token, header.is_none()),
             token: token.to_string(),
+            header,
             registration,
         },
         verification,
@@ -250,7 +253,10 @@ async fn register(
     {
         serde_json::json!({
             "status": "manual",
-            "message": format!("{} does not register webhooks through its API: configure the URL (and, where it asks for one, the header x-pixgw-token with the token) in its dashboard", record.provider),
+            "message": match credentials::token_header(adapter.manifest()) {
+                Some(header) => format!("{} takes its webhook in its dashboard: set the URL there, with the header {header} carrying the token", record.provider),
+                None => format!("{} takes its webhook in its dashboard: set the URL there (it carries the token)", record.provider),
+            },
             "at": at,
         })
     } else {
@@ -448,10 +454,10 @@ pub async fn update(
     record.updated_at = now_ms().max(record.updated_at + 1);
     app.store.update_credential(&record).await?;
     // New fields (another Pix key, another account) need the webhook registered again.
-    if (fields_changed && register_webhook != Some(false)) || register_webhook == Some(true) {
-        if let Some(adapter) = app.runtime.adapter(&record.provider) {
-            register(&app, &adapter, &record, true).await?;
-        }
+    let register_again =
+        (fields_changed && register_webhook != Some(false)) || register_webhook == Some(true);
+    if register_again && let Some(adapter) = app.runtime.adapter(&record.provider) {
+        register(&app, &adapter, &record, true).await?;
     }
     Ok(Json(object_of(&app, &record, None).await?))
 }

@@ -1,13 +1,18 @@
 //! Host-side bindings of the `pixgw:psp` world (`wit/psp.wit`).
 //!
-//! `http.send` is async on the host so that waiting on a PSP parks the call's fiber instead of
-//! blocking a tokio worker; the wasm side still sees a plain blocking call.
+//! `http.send` and the `cache` functions are async on the host so that waiting on a PSP or the
+//! database parks the call's fiber instead of blocking a tokio worker; the wasm side still sees
+//! plain blocking calls.
 
 wasmtime::component::bindgen!({
     path: "../wit",
     world: "adapter",
     imports: {
         "pixgw:psp/http.send": async,
+        // The cache may read and write the database.
+        "pixgw:psp/cache.get": async,
+        "pixgw:psp/cache.set": async,
+        "pixgw:psp/cache.delete": async,
         default: tracing,
     },
     exports: { default: async },

@@ -12,7 +12,7 @@ use super::bindings::types::{
     CallContext, Environment, FieldKind, FieldValue, Manifest, ResolvedEndpoint,
 };
 use super::bindings::{self, http, types};
-use super::cache::MemoryCache;
+use super::cache::Cache;
 use super::egress::EgressPolicy;
 use super::outbound::{ClientIdentity, HttpClients};
 use super::{crypto, engine::AdapterEngine};
@@ -20,7 +20,7 @@ use super::{crypto, engine::AdapterEngine};
 /// What the host lends every call: pooled HTTP clients and the cache.
 pub struct Services {
     pub http: HttpClients,
-    pub cache: MemoryCache,
+    pub cache: Cache,
 }
 
 /// A merchant's credential at one PSP, as the vault hands it over: every field by name, private
@@ -314,19 +314,22 @@ impl http::Host for CallState {
 }
 
 impl bindings::pixgw::psp::cache::Host for CallState {
-    fn get(&mut self, key: String) -> Option<String> {
-        self.services.cache.get(&self.cache_scope, &key)
+    async fn get(&mut self, key: String) -> Option<String> {
+        self.services.cache.get(&self.cache_scope, &key).await
     }
-    fn set(&mut self, key: String, value: String, ttl_seconds: u32) {
-        self.services.cache.set(
-            &self.cache_scope,
-            key,
-            value,
-            Duration::from_secs(ttl_seconds.into()),
-        )
+    async fn set(&mut self, key: String, value: String, ttl_seconds: u32) {
+        self.services
+            .cache
+            .set(
+                &self.cache_scope,
+                key,
+                value,
+                Duration::from_secs(ttl_seconds.into()),
+            )
+            .await
     }
-    fn delete(&mut self, key: String) {
-        self.services.cache.delete(&self.cache_scope, &key)
+    async fn delete(&mut self, key: String) {
+        self.services.cache.delete(&self.cache_scope, &key).await
     }
 }
 

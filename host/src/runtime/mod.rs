@@ -124,6 +124,11 @@ impl Runtime {
         }))
     }
 
+    /// Makes the adapters' cache durable (the gateway's database).
+    pub fn set_durable_cache(&self, durable: Arc<dyn cache::DurableCache>) {
+        self.services.cache.set_durable(durable);
+    }
+
     pub fn config(&self) -> &RuntimeConfig {
         &self.config
     }

@@ -214,12 +214,12 @@ impl Store {
         .bind(limit)
         .execute(self.pool())
         .await?;
-        let rows = sqlx::query(&format!(
+        let rows = sqlx::query(
             "SELECT d.id, d.event_id, d.endpoint_id, d.status, d.attempts, d.next_attempt_at, \
              d.last_status, d.last_error, d.created_at, d.delivered_at, e.payload \
              FROM webhook_deliveries d JOIN events e ON e.id = d.event_id \
-             WHERE d.lease_owner = $1 AND d.status = 'pending' AND d.lease_until > $2"
-        ))
+             WHERE d.lease_owner = $1 AND d.status = 'pending' AND d.lease_until > $2",
+        )
         .bind(&owner)
         .bind(now)
         .fetch_all(self.pool())

@@ -8,6 +8,7 @@
 //! [`charges`], [`idempotency`], [`inbound`] (PSP notifications), [`webhook_endpoints`] and
 //! [`events`] (with the outbox of deliveries), [`routing`].
 
+pub mod adapter_cache;
 pub mod api_keys;
 pub mod charges;
 pub mod credentials;

@@ -2,8 +2,9 @@
 //! `/pix`).
 //!
 //! 1. The credential is found by the URL's uuid; the notification must carry the credential's
-//!    webhook token — query `token`, header `x-<provider>-webhook-token`, or `x-pixgw-token` —
-//!    compared in constant time. Otherwise 401, and nothing is stored or done.
+//!    webhook token — query `token`, header `x-<provider>-webhook-token`, `x-pixgw-token`, or
+//!    the header the adapter's manifest names (`asaas-access-token`) — compared in constant
+//!    time. Otherwise 401, and nothing is stored or done.
 //! 2. The raw notification is stored before anything else, so an answer of 200 never loses it.
 //! 3. The adapter's `parse-webhook` reads it into events (checking the PSP's signature where the
 //!    PSP signs); each event is matched to a charge of this credential by reference or PSP id.
@@ -84,7 +85,10 @@ impl App {
                 &webhook_token_aad(&credential.id),
             )
             .map_err(|e| StoreError::Corrupt(format!("webhook token of {}: {e}", credential.id)))?;
-        let presented = take_token(&mut raw, &credential.provider);
+        let header = self.runtime.adapter(&credential.provider).and_then(|a| {
+            crate::credentials::token_header(a.manifest()).map(str::to_ascii_lowercase)
+        });
+        let presented = take_token(&mut raw, &credential.provider, header.as_deref());
         let genuine = presented
             .iter()
             .any(|p| bool::from(p.as_bytes().ct_eq(token.as_bytes())));
@@ -214,7 +218,7 @@ impl App {
 /// Central-bank PSPs append `/pix` to the registered URL as plain text, even after its query
 /// string: `…?token=abc` becomes `…?token=abc/pix`. Tokens never contain `/`, so what follows
 /// one is the path the PSP appended.
-fn take_token(raw: &mut RawNotification, provider: &str) -> Vec<String> {
+fn take_token(raw: &mut RawNotification, provider: &str, header: Option<&str>) -> Vec<String> {
     let mut tokens = Vec::new();
     let mut kept = Vec::new();
     for pair in raw.query.split('&').filter(|p| !p.is_empty()) {
@@ -236,7 +240,7 @@ fn take_token(raw: &mut RawNotification, provider: &str) -> Vec<String> {
     raw.query = kept.join("&");
     let own = format!("x-{provider}-webhook-token");
     raw.headers.retain(|(name, value)| {
-        let is_token = name == "x-pixgw-token" || *name == own;
+        let is_token = name == "x-pixgw-token" || *name == own || Some(name.as_str()) == header;
         if is_token {
             tokens.push(value.clone());
         }
@@ -301,21 +305,27 @@ mod tests {
             "data.id=7&token=abc&type=payment",
             &[("x-efi-webhook-token", "def"), ("x-other", "1")],
         );
-        assert_eq!(take_token(&mut r, "efi"), ["abc", "def"]);
+        assert_eq!(take_token(&mut r, "efi", None), ["abc", "def"]);
         assert_eq!(r.query, "data.id=7&type=payment");
         assert_eq!(r.headers, vec![("x-other".to_string(), "1".to_string())]);
         let mut r = raw("", &[("x-pixgw-token", "ghi")]);
-        assert_eq!(take_token(&mut r, "iugu"), ["ghi"]);
-        assert!(take_token(&mut raw("", &[]), "efi").is_empty());
+        assert_eq!(take_token(&mut r, "iugu", None), ["ghi"]);
+        let mut r = raw("", &[("asaas-access-token", "jkl")]);
+        assert_eq!(
+            take_token(&mut r, "asaas", Some("asaas-access-token")),
+            ["jkl"]
+        );
+        assert!(r.headers.is_empty(), "the adapter never sees the token");
+        assert!(take_token(&mut raw("", &[]), "efi", None).is_empty());
     }
 
     #[test]
     fn a_path_appended_after_the_token_goes_back_to_the_path() {
         let mut r = raw("token=abc/pix", &[]);
-        assert_eq!(take_token(&mut r, "efi"), ["abc"]);
+        assert_eq!(take_token(&mut r, "efi", None), ["abc"]);
         assert_eq!((r.path.as_str(), r.query.as_str()), ("/pix", ""));
         let mut r = raw("token=abc%2Fpix", &[]);
-        assert_eq!(take_token(&mut r, "efi"), ["abc"]);
+        assert_eq!(take_token(&mut r, "efi", None), ["abc"]);
         assert_eq!(r.path, "/pix");
     }
 }

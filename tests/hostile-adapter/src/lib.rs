@@ -22,7 +22,7 @@ impl Adapter for Hostile {
                 "https://127.0.0.1:9",
                 "https://127.0.0.1:9",
             )],
-            webhook_auth: WebhookAuth::HeaderToken,
+            webhook_auth: WebhookAuth::HeaderToken("x-pixgw-token".into()),
             capabilities: Capabilities::empty(),
         }
     }

@@ -48,6 +48,7 @@ pub fn router(shared: Arc<Shared>) -> Router {
         .route("/_sim/certificates", post(issue_certificate))
         .route("/_sim/charges", get(charges))
         .route("/_sim/webhooks", get(webhooks))
+        .route("/_sim/customers", get(customers))
         .route("/_sim/requests", get(requests))
         .route("/_sim/deliveries", get(deliveries))
         .with_state(shared)
@@ -177,6 +178,12 @@ async fn get_faults(State(shared): Ctl, Query(q): Query<ProviderQuery>) -> Resul
 struct ConfigRequest {
     provider: String,
     token_ttl_secs: Option<u64>,
+    /// The dashboard-configured notification URL; `""` clears it.
+    webhook_url: Option<String>,
+    /// Headers of every notification, replacing the previous set; `{}` clears them.
+    webhook_headers: Option<std::collections::BTreeMap<String, String>>,
+    /// Account switches, merged into the current ones.
+    flags: Option<std::collections::BTreeMap<String, bool>>,
 }
 
 async fn set_config(State(shared): Ctl, body: axum::body::Bytes) -> Result<Json<Value>> {
@@ -185,6 +192,15 @@ async fn set_config(State(shared): Ctl, body: axum::body::Bytes) -> Result<Json<
     let mut config = p.common.config.lock();
     if let Some(ttl) = req.token_ttl_secs {
         config.token_ttl_secs = ttl;
+    }
+    if let Some(url) = req.webhook_url {
+        config.webhook_url = Some(url).filter(|u| !u.is_empty());
+    }
+    if let Some(headers) = req.webhook_headers {
+        config.webhook_headers = headers;
+    }
+    if let Some(flags) = req.flags {
+        config.flags.extend(flags);
     }
     Ok(Json(json!(*config)))
 }
@@ -236,6 +252,10 @@ async fn charges(State(shared): Ctl, Query(q): Query<ProviderQuery>) -> Result<J
 
 async fn webhooks(State(shared): Ctl, Query(q): Query<ProviderQuery>) -> Result<Json<Value>> {
     Ok(Json(json!(provider(&shared, &q.provider)?.psp.webhooks())))
+}
+
+async fn customers(State(shared): Ctl, Query(q): Query<ProviderQuery>) -> Result<Json<Value>> {
+    Ok(Json(json!(provider(&shared, &q.provider)?.psp.customers())))
 }
 
 async fn requests(State(shared): Ctl, Query(q): Query<ProviderQuery>) -> Result<Json<Value>> {

@@ -62,12 +62,15 @@ pub async fn deliver(
         if attempt > 1 {
             tokio::time::sleep(Duration::from_millis(100 * u64::from(attempt))).await;
         }
+        let (content_type, body) = wire_body(notification);
         let mut request = client
             .post(&notification.url)
-            .header(http::header::CONTENT_TYPE, "application/json")
-            .body(serde_json::to_vec(&notification.body).unwrap_or_default());
+            .header(http::header::CONTENT_TYPE, content_type)
+            .body(body);
         for (name, value) in &notification.headers {
-            request = request.header(name, value);
+            if !name.eq_ignore_ascii_case("content-type") {
+                request = request.header(name, value);
+            }
         }
         let result = request.send().await;
         let (status, error) = match result {
@@ -93,6 +96,25 @@ pub async fn deliver(
         tracing::warn!(provider = common.id, url = %notification.url, ?status, error = ?last.error, attempt, "webhook delivery failed");
     }
     last
+}
+
+/// JSON by default. A notification whose headers name another content type (iugu's
+/// form-encoded triggers) carries its body as a JSON string, sent as is.
+fn wire_body(notification: &Notification) -> (String, Vec<u8>) {
+    let named = notification
+        .headers
+        .iter()
+        .find(|(name, _)| name.eq_ignore_ascii_case("content-type"))
+        .map(|(_, value)| value.clone());
+    match (named, &notification.body) {
+        (Some(content_type), serde_json::Value::String(raw)) if !content_type.contains("json") => {
+            (content_type, raw.clone().into_bytes())
+        }
+        (named, body) => (
+            named.unwrap_or_else(|| "application/json".into()),
+            serde_json::to_vec(body).unwrap_or_default(),
+        ),
+    }
 }
 
 fn error_chain(err: &dyn std::error::Error) -> String {

@@ -265,12 +265,23 @@ impl Common {
 #[derive(Clone, Debug, Serialize)]
 pub(crate) struct Config {
     pub token_ttl_secs: u64,
+    /// Where the PSP sends notifications when the merchant configures that in the PSP's
+    /// dashboard rather than through its API (OpenPix, Stripe…); `None` until set.
+    pub webhook_url: Option<String>,
+    /// Headers sent with every notification to `webhook_url`, as the merchant configured them
+    /// at the PSP (iugu's `x-pixgw-token`, Asaas's `asaas-access-token`).
+    pub webhook_headers: BTreeMap<String, String>,
+    /// Account switches of one PSP's test account (iugu: `pix_disabled`, `pix_missing`).
+    pub flags: BTreeMap<String, bool>,
 }
 
 impl Default for Config {
     fn default() -> Self {
         Config {
             token_ttl_secs: 3600,
+            webhook_url: None,
+            webhook_headers: BTreeMap::new(),
+            flags: BTreeMap::new(),
         }
     }
 }
@@ -355,6 +366,10 @@ pub(crate) trait Psp: Send + Sync + 'static {
     /// Charges held, in creation order, each `{reference, psp_id, amount, status, expired, psp}`.
     fn charges(&self) -> Vec<Value>;
     fn webhooks(&self) -> Vec<Value>;
+    /// Customer records, at PSPs that keep them (Asaas); `GET /_sim/customers`.
+    fn customers(&self) -> Vec<Value> {
+        Vec::new()
+    }
     fn pay(
         &self,
         charge: &ChargeSelector,

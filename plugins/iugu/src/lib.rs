@@ -1,0 +1,462 @@
+//! iugu: a Pix charge is an invoice payable only by Pix.
+//!
+//! HTTP Basic with the API token as user and a blank password; JSON requests; the copy-paste
+//! code in `pix.qrcode_text`. Notifications are iugu's `invoice.status_changed` trigger, a
+//! form-encoded POST the host authenticates by its `x-pixgw-token` header; the adapter reads
+//! the invoice id from it and asks iugu for the invoice before saying anything.
+
+use pixgw_plugin_sdk::error::{self, describe_body};
+use pixgw_plugin_sdk::http::percent_encode;
+use pixgw_plugin_sdk::prelude::*;
+use pixgw_plugin_sdk::time;
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+/// iugu's facts (PSPS.md): one host for both environments, the token decides.
+const API: &str = "api";
+const BASE_URL: &str = "https://api.iugu.com";
+const TOKEN: &str = "api-token";
+const DEFAULT_EMAIL: &str = "default-email";
+/// The custom variable that carries the gateway's reference.
+const REFERENCE: &str = "reference";
+/// The only trigger that says anything about a charge.
+const STATUS_CHANGED: &str = "invoice.status_changed";
+/// How long a create attempt is remembered, so that a retry looks for its invoice first.
+const ATTEMPT_TTL: u32 = 14 * 86_400;
+
+struct Iugu;
+
+impl Adapter for Iugu {
+    fn manifest() -> Manifest {
+        Manifest {
+            id: "iugu",
+            display_name: "iugu",
+            kind: "invoicing PSP",
+            credential_fields: vec![
+                CredentialField::secret(TOKEN, "API token").help(
+                    "In iugu's dashboard: Settings > API tokens. A test token for the test \
+                     environment, a live token for live; the host is the same.",
+                ),
+                CredentialField::text(DEFAULT_EMAIL, "Default payer e-mail")
+                    .optional()
+                    .help(
+                        "iugu requires an e-mail on every invoice: this address is used when a \
+                         charge has no payer.email (iugu may send the invoice to it).",
+                    ),
+            ],
+            required_payer_fields: vec![],
+            endpoints: vec![Endpoint::new(API, BASE_URL, BASE_URL)],
+            webhook_auth: WebhookAuth::HeaderToken("x-pixgw-token".into()),
+            capabilities: Capabilities::CANCEL_CHARGE | Capabilities::CHECK_CREDENTIALS,
+        }
+    }
+
+    fn create(host: &dyn Host, ctx: &Context, request: &ChargeRequest) -> Result<Charge, Error> {
+        create_at(host, ctx, request, time::now_unix())
+    }
+
+    fn query(
+        host: &dyn Host,
+        ctx: &Context,
+        reference: &str,
+        psp_id: Option<&str>,
+    ) -> Result<Charge, Error> {
+        let invoice = match psp_id {
+            Some(id) => get_invoice(host, ctx, id)?,
+            None => find_by_reference(host, ctx, reference)?.ok_or_else(|| not_found(reference))?,
+        };
+        charge(&invoice, reference).map_err(|e| error::undecodable(Op::Read, 200, e))
+    }
+
+    fn parse_webhook(
+        host: &dyn Host,
+        ctx: &Context,
+        request: &WebhookRequest,
+    ) -> Result<Vec<PaymentEvent>, Error> {
+        let form: Vec<(String, String)> = serde_urlencoded::from_bytes(&request.body)
+            .map_err(|e| Error::invalid_webhook(format!("the trigger is not a form: {e}")))?;
+        let value = |name: &str| {
+            form.iter()
+                .find(|(n, _)| n == name)
+                .map(|(_, v)| v.as_str())
+        };
+        if value("event") != Some(STATUS_CHANGED) {
+            return Ok(Vec::new());
+        }
+        let id = value("data[id]")
+            .filter(|id| !id.is_empty())
+            .ok_or_else(|| Error::invalid_webhook("the trigger has no data[id]"))?;
+        // The form is not signed: what iugu says now about the invoice is what counts.
+        let invoice = get_invoice(host, ctx, id)?;
+        let charge = charge(&invoice, "").map_err(|e| error::undecodable(Op::Read, 200, e))?;
+        Ok(vec![PaymentEvent {
+            reference: Some(charge.reference).filter(|r| !r.is_empty()),
+            psp_id: Some(charge.psp_id),
+            status: charge.status,
+            payment: charge.payment,
+        }])
+    }
+
+    fn cancel(
+        host: &dyn Host,
+        ctx: &Context,
+        reference: &str,
+        psp_id: Option<&str>,
+    ) -> Result<Charge, Error> {
+        let id = match psp_id {
+            Some(id) => id.to_owned(),
+            None => {
+                find_by_reference(host, ctx, reference)?
+                    .ok_or_else(|| not_found(reference))?
+                    .id
+            }
+        };
+        let path = format!("/v1/invoices/{}/cancel", percent_encode(&id));
+        let response = call(host, ctx, Op::Change, Method::Put, &path, None)?;
+        let invoice: Invoice = decode(Op::Change, &response)?;
+        charge(&invoice, reference).map_err(|e| error::undecodable(Op::Change, response.status, e))
+    }
+
+    fn check_credentials(host: &dyn Host, ctx: &Context) -> Result<(), Error> {
+        call(
+            host,
+            ctx,
+            Op::Read,
+            Method::Get,
+            "/v1/invoices?limit=1",
+            None,
+        )
+        .map(drop)
+    }
+}
+
+export!(Iugu);
+
+/// `POST /v1/invoices`, with `now` (Unix seconds) deciding the due date.
+fn create_at(
+    host: &dyn Host,
+    ctx: &Context,
+    request: &ChargeRequest,
+    now: i64,
+) -> Result<Charge, Error> {
+    let email = request
+        .payer
+        .email
+        .as_deref()
+        .filter(|e| !e.trim().is_empty())
+        .or(ctx.optional_field(DEFAULT_EMAIL))
+        .ok_or_else(|| {
+            Error::rejected(
+                "iugu requires an e-mail on every invoice: give payer.email, or set the \
+                 credential's default payer e-mail (default-email)",
+            )
+        })?;
+    let attempt = format!("attempt:{}", request.reference);
+    // iugu has no idempotency key: a retry of a create that may have reached iugu looks for
+    // the invoice carrying this reference before creating another.
+    if host.cache_get(&attempt).is_some()
+        && let Some(invoice) = find_by_reference(host, ctx, &request.reference)?
+    {
+        return created(host, ctx, &invoice, &request.reference);
+    }
+    let mut body = json!({
+        "email": email,
+        "due_date": time::sao_paulo_date(now + i64::from(request.expires_in)),
+        "items": [{
+            "description": request.description.as_deref().filter(|d| !d.is_empty()).unwrap_or("Pix"),
+            "quantity": 1,
+            "price_cents": request.amount,
+        }],
+        "payable_with": "pix",
+        "custom_variables": [{"name": REFERENCE, "value": request.reference}],
+    });
+    let payer = &request.payer;
+    if payer.document.is_some() || payer.name.is_some() {
+        let mut p = json!({});
+        if let Some(document) = &payer.document {
+            p["cpf_cnpj"] = json!(document);
+        }
+        if let Some(name) = &payer.name {
+            p["name"] = json!(name);
+        }
+        body["payer"] = p;
+    }
+    host.cache_set(&attempt, "1", ATTEMPT_TTL);
+    let invoice = match call(
+        host,
+        ctx,
+        Op::Create,
+        Method::Post,
+        "/v1/invoices",
+        Some(&body),
+    ) {
+        Ok(response) => decode(Op::Create, &response)?,
+        // The answer was lost: if the invoice is already visible, carry on with it.
+        Err(lost @ Error::Ambiguous(_)) => find_by_reference(host, ctx, &request.reference)
+            .ok()
+            .flatten()
+            .ok_or(lost)?,
+        Err(e) => return Err(e),
+    };
+    created(host, ctx, &invoice, &request.reference)
+}
+
+/// A created invoice as a charge; one without a Pix code is canceled and refused.
+fn created(
+    host: &dyn Host,
+    ctx: &Context,
+    invoice: &Invoice,
+    reference: &str,
+) -> Result<Charge, Error> {
+    let has_pix = invoice
+        .pix
+        .as_ref()
+        .and_then(|p| p.qrcode_text.as_deref())
+        .is_some_and(|t| !t.is_empty());
+    if !has_pix {
+        // Payable with Pix only and without a Pix code, nobody can pay it: cancel it so that
+        // `rejected` ("no charge exists") holds.
+        let path = format!("/v1/invoices/{}/cancel", percent_encode(&invoice.id));
+        let canceled = call(host, ctx, Op::Change, Method::Put, &path, None);
+        let mut message = format!(
+            "iugu created invoice {} without a Pix QR code: Pix was not among the payable \
+             methods, Pix is not enabled for this iugu account",
+            invoice.id
+        );
+        match canceled {
+            Ok(_) => message.push_str("; the invoice was canceled"),
+            Err(e) => {
+                let why = e.psp_error().map(|p| p.message.clone()).unwrap_or_default();
+                message.push_str(&format!("; canceling the invoice failed: {why}"));
+            }
+        }
+        return Err(Error::Rejected(PspError {
+            message,
+            code: Some("pix_not_payable".into()),
+            http_status: None,
+        }));
+    }
+    charge(invoice, reference).map_err(|e| error::undecodable(Op::Create, 200, e))
+}
+
+/// `GET /v1/invoices/{id}`.
+fn get_invoice(host: &dyn Host, ctx: &Context, id: &str) -> Result<Invoice, Error> {
+    let path = format!("/v1/invoices/{}", percent_encode(id));
+    decode(
+        Op::Read,
+        &call(host, ctx, Op::Read, Method::Get, &path, None)?,
+    )
+}
+
+/// `GET /v1/invoices?query=<reference>`, then the invoice whose `reference` custom variable
+/// is exactly this one (the search is full-text).
+fn find_by_reference(
+    host: &dyn Host,
+    ctx: &Context,
+    reference: &str,
+) -> Result<Option<Invoice>, Error> {
+    #[derive(Deserialize)]
+    struct List {
+        #[serde(default)]
+        items: Vec<Invoice>,
+    }
+    let path = format!("/v1/invoices?query={}&limit=100", percent_encode(reference));
+    let list: List = decode(
+        Op::Read,
+        &call(host, ctx, Op::Read, Method::Get, &path, None)?,
+    )?;
+    Ok(list
+        .items
+        .into_iter()
+        .find(|i| i.reference() == Some(reference)))
+}
+
+fn not_found(reference: &str) -> Error {
+    Error::NotFound(PspError::new(format!(
+        "iugu has no invoice with the custom variable reference={reference}"
+    )))
+}
+
+/// An authenticated request to iugu; an answer that is not a success becomes an error.
+fn call(
+    host: &dyn Host,
+    ctx: &Context,
+    op: Op,
+    method: Method,
+    path: &str,
+    body: Option<&Value>,
+) -> Result<Response, Error> {
+    let mut request = Request::new(method, format!("{}{path}", ctx.endpoint(API)?))
+        .basic(ctx.field(TOKEN)?, "")
+        .header("accept", "application/json");
+    if let Some(body) = body {
+        request = request.json(body);
+    }
+    let response = request
+        .send(host)
+        .map_err(|e| error::from_transport(op, &e))?;
+    if !response.is_success() {
+        return Err(error::from_status(
+            op,
+            response.status,
+            describe(response.status, &response.body),
+        ));
+    }
+    Ok(response)
+}
+
+fn decode<T: serde::de::DeserializeOwned>(op: Op, response: &Response) -> Result<T, Error> {
+    response
+        .json()
+        .map_err(|e| error::undecodable(op, response.status, e))
+}
+
+/// iugu's error bodies: `{"errors": "Unauthorized"}` or, for validation,
+/// `{"errors": {"field": ["message", …]}}` → `"field: message; …"`.
+fn describe(status: u16, body: &[u8]) -> PspError {
+    let errors = serde_json::from_slice::<Value>(body)
+        .ok()
+        .and_then(|v| v.get("errors").cloned());
+    let message = match errors {
+        Some(Value::String(message)) if !message.is_empty() => message,
+        Some(Value::Object(fields)) if !fields.is_empty() => fields
+            .iter()
+            .map(|(field, messages)| {
+                let text = match messages {
+                    Value::Array(list) => list
+                        .iter()
+                        .map(|m| m.as_str().map_or_else(|| m.to_string(), str::to_owned))
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                    Value::String(s) => s.clone(),
+                    other => other.to_string(),
+                };
+                format!("{field}: {text}")
+            })
+            .collect::<Vec<_>>()
+            .join("; "),
+        _ => return describe_body(status, body),
+    };
+    PspError::new(message)
+}
+
+/// The fields of an invoice the gateway reads.
+#[derive(Debug, Deserialize)]
+struct Invoice {
+    id: String,
+    status: String,
+    #[serde(default)]
+    total_cents: Option<u64>,
+    #[serde(default)]
+    due_date: Option<String>,
+    #[serde(default)]
+    paid_at: Option<String>,
+    #[serde(default)]
+    paid_cents: Option<u64>,
+    #[serde(default)]
+    total_paid_cents: Option<u64>,
+    #[serde(default)]
+    updated_at: Option<String>,
+    #[serde(default)]
+    custom_variables: Option<Vec<Variable>>,
+    #[serde(default)]
+    pix: Option<InvoicePix>,
+}
+
+#[derive(Debug, Deserialize)]
+struct Variable {
+    name: String,
+    #[serde(default)]
+    value: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+struct InvoicePix {
+    #[serde(default)]
+    qrcode_text: Option<String>,
+    #[serde(default)]
+    end_to_end_id: Option<String>,
+}
+
+impl Invoice {
+    fn reference(&self) -> Option<&str> {
+        self.custom_variables
+            .iter()
+            .flatten()
+            .find(|v| v.name == REFERENCE)
+            .and_then(|v| v.value.as_deref())
+    }
+}
+
+/// iugu's invoice statuses → the gateway's.
+fn status(status: &str) -> ChargeStatus {
+    match status {
+        "paid" | "partially_refunded" => ChargeStatus::Paid,
+        "canceled" | "refunded" | "chargeback" => ChargeStatus::Canceled,
+        "expired" => ChargeStatus::Expired,
+        "partially_paid" | "in_analysis" | "authorized" | "in_protest" => ChargeStatus::Processing,
+        // `pending`, `draft` and anything new: still payable as far as we know.
+        _ => ChargeStatus::Pending,
+    }
+}
+
+/// An invoice as a charge; `reference` is the caller's, else the invoice's custom variable.
+fn charge(invoice: &Invoice, reference: &str) -> Result<Charge, String> {
+    let amount = invoice
+        .total_cents
+        .ok_or("the invoice has no total_cents")?;
+    let status = status(&invoice.status);
+    let payment = match status {
+        ChargeStatus::Paid => Some(Payment {
+            end_to_end_id: invoice
+                .pix
+                .as_ref()
+                .and_then(|p| p.end_to_end_id.clone())
+                .filter(|e| !e.is_empty()),
+            amount: invoice
+                .paid_cents
+                .or(invoice.total_paid_cents)
+                .unwrap_or(amount),
+            paid_at: invoice
+                .paid_at
+                .as_deref()
+                .or(invoice.updated_at.as_deref())
+                .map(utc)
+                .ok_or("a paid invoice without paid_at")?,
+        }),
+        _ => None,
+    };
+    let reference = match reference {
+        "" => invoice.reference().unwrap_or_default(),
+        given => given,
+    };
+    Ok(Charge {
+        reference: reference.to_owned(),
+        psp_id: invoice.id.clone(),
+        status,
+        amount,
+        copy_paste: invoice
+            .pix
+            .as_ref()
+            .and_then(|p| p.qrcode_text.clone())
+            .filter(|c| !c.is_empty()),
+        // `pix.qrcode` is an image URL on iugu's site, out of the adapter's reach: the host
+        // draws the QR from the copy-paste code.
+        qr_png_base64: None,
+        expires_at: invoice
+            .due_date
+            .as_deref()
+            .and_then(|d| time::sao_paulo_end_of_day(d).ok()),
+        payment,
+    })
+}
+
+/// An RFC 3339 time in UTC; anything else is kept as iugu wrote it.
+fn utc(text: &str) -> String {
+    time::parse_rfc3339(text)
+        .map(time::format_rfc3339)
+        .unwrap_or_else(|_| text.to_owned())
+}
+
+#[cfg(test)]
+mod tests;

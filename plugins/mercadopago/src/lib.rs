@@ -1,0 +1,374 @@
+//! Mercado Pago: Pix through the Payments API (JSON); notifications carry no status, so the
+//! adapter queries the payment they name. Facts in `../README.md`.
+
+use pixgw_plugin_sdk::prelude::*;
+use pixgw_plugin_sdk::{error, http::percent_encode, money, time};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+#[derive(Deserialize)]
+struct MpPayment {
+    /// A number on the wire.
+    id: Value,
+    status: String,
+    #[serde(default)]
+    status_detail: Option<String>,
+    transaction_amount: Value,
+    external_reference: Option<String>,
+    date_approved: Option<String>,
+    date_of_expiration: Option<String>,
+    point_of_interaction: Option<PointOfInteraction>,
+}
+
+#[derive(Deserialize)]
+struct PointOfInteraction {
+    transaction_data: Option<TransactionData>,
+}
+
+#[derive(Deserialize)]
+struct TransactionData {
+    qr_code: Option<String>,
+    qr_code_base64: Option<String>,
+    e2e_id: Option<String>,
+}
+
+/// `2024-05-01T09:00:00.000-04:00` → `2024-05-01T13:00:00Z`; kept as written if unreadable.
+fn utc(text: &str) -> String {
+    time::parse_rfc3339(text).map_or_else(|_| text.to_owned(), time::format_rfc3339)
+}
+
+impl MpPayment {
+    fn id(&self) -> String {
+        match &self.id {
+            Value::String(s) => s.clone(),
+            other => other.to_string(),
+        }
+    }
+
+    fn status(&self, now: i64) -> ChargeStatus {
+        match self.status.as_str() {
+            // A payment in mediation, refunded or charged back was paid: reversals are not
+            // states of a charge.
+            "approved" | "in_mediation" | "refunded" | "charged_back" => ChargeStatus::Paid,
+            "in_process" => ChargeStatus::Processing,
+            "rejected" => ChargeStatus::Failed,
+            "cancelled" if self.status_detail.as_deref() == Some("expired") => {
+                ChargeStatus::Expired
+            }
+            "cancelled" => ChargeStatus::Canceled,
+            // pending, authorized: still payable until `date_of_expiration`.
+            _ if self.expires_at().is_some_and(|t| t <= now) => ChargeStatus::Expired,
+            _ => ChargeStatus::Pending,
+        }
+    }
+
+    fn expires_at(&self) -> Option<i64> {
+        time::parse_rfc3339(self.date_of_expiration.as_deref()?).ok()
+    }
+
+    fn into_charge(self, op: Op, reference: &str, now: i64) -> Result<Charge, Error> {
+        let amount = money::from_json_number(&self.transaction_amount)
+            .map_err(|e| error::undecodable(op, 200, format!("transaction_amount: {e}")))?;
+        let status = self.status(now);
+        let data = self
+            .point_of_interaction
+            .as_ref()
+            .and_then(|p| p.transaction_data.as_ref());
+        let payment = (status == ChargeStatus::Paid).then(|| Payment {
+            end_to_end_id: data.and_then(|d| d.e2e_id.clone()),
+            amount,
+            paid_at: self
+                .date_approved
+                .as_deref()
+                .map_or_else(|| time::format_rfc3339(now), utc),
+        });
+        Ok(Charge {
+            reference: self
+                .external_reference
+                .clone()
+                .unwrap_or_else(|| reference.to_owned()),
+            psp_id: self.id(),
+            status,
+            amount,
+            copy_paste: data.and_then(|d| d.qr_code.clone()),
+            qr_png_base64: data.and_then(|d| d.qr_code_base64.clone()),
+            expires_at: self.date_of_expiration.as_deref().map(utc),
+            payment,
+        })
+    }
+}
+
+struct MercadoPago;
+
+impl Adapter for MercadoPago {
+    fn manifest() -> Manifest {
+        Manifest {
+            id: "mercadopago",
+            display_name: "Mercado Pago",
+            kind: "international payment processor",
+            credential_fields: vec![
+                // No prefix check: test and production access tokens both start with APP_USR-
+                // today (TEST- is legacy), so a prefix cannot tell the environments apart.
+                CredentialField::secret("access-token", "Access token")
+                    .help("Your integrations > your application > Production or Test credentials > Access Token (APP_USR-…)."),
+                CredentialField::secret("webhook-secret", "Webhook secret signature")
+                    .help("Your integrations > your application > Webhooks > Secret signature. Without it notifications are not verified; the payment is always queried.")
+                    .optional(),
+            ],
+            required_payer_fields: vec![PayerField::Email],
+            endpoints: vec![Endpoint::new(
+                "api",
+                "https://api.mercadopago.com",
+                "https://api.mercadopago.com",
+            )],
+            webhook_auth: WebhookAuth::PspSignature,
+            capabilities: Capabilities::CANCEL_CHARGE | Capabilities::CHECK_CREDENTIALS,
+        }
+    }
+
+    fn create(host: &dyn Host, ctx: &Context, request: &ChargeRequest) -> Result<Charge, Error> {
+        let email = request
+            .payer
+            .email
+            .as_deref()
+            .ok_or_else(|| Error::rejected("Mercado Pago requires the payer's e-mail"))?;
+        let mut payer = json!({ "email": email });
+        if let Some(name) = request.payer.name.as_deref().map(str::trim) {
+            let (first, last) = name.split_once(' ').unwrap_or((name, ""));
+            payer["first_name"] = json!(first);
+            if !last.trim().is_empty() {
+                payer["last_name"] = json!(last.trim());
+            }
+        }
+        if let Some(document) = &request.payer.document {
+            let kind = if document.len() == 11 { "CPF" } else { "CNPJ" };
+            payer["identification"] = json!({ "type": kind, "number": document });
+        }
+        let now = time::now_unix();
+        let mut body = json!({
+            "transaction_amount": money::json_number(request.amount),
+            "payment_method_id": "pix",
+            "payer": payer,
+            "external_reference": request.reference,
+            "date_of_expiration": date_of_expiration(now + i64::from(request.expires_in)),
+        });
+        if let Some(description) = &request.description {
+            body["description"] = json!(description);
+        }
+        if let Some(url) = &ctx.webhook_url {
+            body["notification_url"] = json!(url);
+        }
+        let http = Request::post(format!("{}/v1/payments", ctx.endpoint("api")?))
+            .header("X-Idempotency-Key", &request.reference)
+            .json(&body);
+        call(host, ctx, Op::Create, http)?.into_charge(Op::Create, &request.reference, now)
+    }
+
+    fn query(
+        host: &dyn Host,
+        ctx: &Context,
+        reference: &str,
+        psp_id: Option<&str>,
+    ) -> Result<Charge, Error> {
+        let payment = match psp_id {
+            Some(id) => fetch(host, ctx, id)?,
+            None => search(host, ctx, reference)?,
+        };
+        payment.into_charge(Op::Read, reference, time::now_unix())
+    }
+
+    fn parse_webhook(
+        host: &dyn Host,
+        ctx: &Context,
+        request: &WebhookRequest,
+    ) -> Result<Vec<PaymentEvent>, Error> {
+        let query = |name: &str| {
+            request
+                .query
+                .split('&')
+                .filter_map(|pair| pair.split_once('='))
+                .find(|(k, _)| *k == name)
+                .map(|(_, v)| v.to_owned())
+        };
+        let body: Value = serde_json::from_slice(&request.body).unwrap_or(Value::Null);
+        let kind = query("type")
+            .or_else(|| body["type"].as_str().map(str::to_owned))
+            .unwrap_or_default();
+        if kind != "payment" {
+            return Ok(Vec::new());
+        }
+        let data_id = query("data.id")
+            .or_else(|| match &body["data"]["id"] {
+                Value::String(s) => Some(s.clone()),
+                Value::Number(n) => Some(n.to_string()),
+                _ => None,
+            })
+            .ok_or_else(|| Error::invalid_webhook("a payment notification without data.id"))?;
+        if let Some(secret) = ctx.optional_field("webhook-secret") {
+            verify_signature(host, secret, &request.headers, &data_id)?;
+        }
+        // The notification says only which payment changed: ask Mercado Pago what it is now.
+        let charge = fetch(host, ctx, &data_id)?.into_charge(Op::Read, "", time::now_unix())?;
+        Ok(vec![PaymentEvent {
+            reference: Some(charge.reference).filter(|r| !r.is_empty()),
+            psp_id: Some(charge.psp_id),
+            status: charge.status,
+            payment: charge.payment,
+        }])
+    }
+
+    fn cancel(
+        host: &dyn Host,
+        ctx: &Context,
+        reference: &str,
+        psp_id: Option<&str>,
+    ) -> Result<Charge, Error> {
+        let id = match psp_id {
+            Some(id) => id.to_owned(),
+            None => search(host, ctx, reference)?.id(),
+        };
+        let url = format!(
+            "{}/v1/payments/{}",
+            ctx.endpoint("api")?,
+            percent_encode(&id)
+        );
+        let http = Request::put(url).json(&json!({ "status": "cancelled" }));
+        call(host, ctx, Op::Change, http)?.into_charge(Op::Change, reference, time::now_unix())
+    }
+
+    fn check_credentials(host: &dyn Host, ctx: &Context) -> Result<(), Error> {
+        let url = format!("{}/v1/payments/search", ctx.endpoint("api")?);
+        send(host, ctx, Op::Read, Request::get(url).query("limit", "1")).map(drop)
+    }
+}
+
+/// RFC 3339 with milliseconds and Brasília's offset (UTC−3, no daylight saving since 2019),
+/// as Mercado Pago's examples write it: `2026-11-22T10:00:00.000-03:00`.
+fn date_of_expiration(unix: i64) -> String {
+    let local = time::format_rfc3339(unix + time::SAO_PAULO_OFFSET_SECONDS);
+    format!("{}.000-03:00", local.trim_end_matches('Z'))
+}
+
+/// Sends with the access token; a refusal keeps Mercado Pago's `message` verbatim, with the
+/// first `cause` code (or `error`) as the code.
+fn send(host: &dyn Host, ctx: &Context, op: Op, request: Request) -> Result<Response, Error> {
+    let request = request.bearer(ctx.field("access-token")?);
+    let response = request
+        .send(host)
+        .map_err(|e| error::from_transport(op, &e))?;
+    if response.is_success() {
+        return Ok(response);
+    }
+    #[derive(Deserialize)]
+    struct Body {
+        message: String,
+        error: Option<String>,
+        #[serde(default)]
+        cause: Value,
+    }
+    let detail = match serde_json::from_slice::<Body>(&response.body) {
+        Ok(body) => {
+            let cause = body.cause.get(0).unwrap_or(&body.cause);
+            let code = match &cause["code"] {
+                Value::String(s) => Some(s.clone()),
+                Value::Number(n) => Some(n.to_string()),
+                _ => None,
+            };
+            PspError {
+                message: body.message,
+                code: code.or(body.error),
+                http_status: None,
+            }
+        }
+        Err(_) => error::describe_body(response.status, &response.body),
+    };
+    Err(error::from_status(op, response.status, detail))
+}
+
+fn call(host: &dyn Host, ctx: &Context, op: Op, request: Request) -> Result<MpPayment, Error> {
+    let response = send(host, ctx, op, request)?;
+    response
+        .json()
+        .map_err(|e| error::undecodable(op, response.status, e))
+}
+
+fn fetch(host: &dyn Host, ctx: &Context, id: &str) -> Result<MpPayment, Error> {
+    let url = format!(
+        "{}/v1/payments/{}",
+        ctx.endpoint("api")?,
+        percent_encode(id)
+    );
+    call(host, ctx, Op::Read, Request::get(url))
+}
+
+/// The payment created with `reference` (after an ambiguous create), newest first.
+fn search(host: &dyn Host, ctx: &Context, reference: &str) -> Result<MpPayment, Error> {
+    #[derive(Deserialize)]
+    struct Found {
+        results: Vec<MpPayment>,
+    }
+    let http = Request::get(format!("{}/v1/payments/search", ctx.endpoint("api")?))
+        .query("external_reference", reference)
+        .query("sort", "date_created")
+        .query("criteria", "desc");
+    let response = send(host, ctx, Op::Read, http)?;
+    let found: Found = response
+        .json()
+        .map_err(|e| error::undecodable(Op::Read, response.status, e))?;
+    found.results.into_iter().next().ok_or_else(|| {
+        Error::NotFound(PspError::new(format!(
+            "Mercado Pago has no payment with external_reference {reference}"
+        )))
+    })
+}
+
+/// `x-signature: ts=<ts>,v1=<hex>`: `v1` is the HMAC-SHA256 under the webhook secret of
+/// `id:<data.id>;request-id:<x-request-id>;ts:<ts>;`, where parts absent from the
+/// notification are left out and an alphanumeric `data.id` is lowercased.
+fn verify_signature(
+    host: &dyn Host,
+    secret: &str,
+    headers: &[(String, String)],
+    data_id: &str,
+) -> Result<(), Error> {
+    let header = |name: &str| {
+        headers
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.trim())
+    };
+    let signature =
+        header("x-signature").ok_or_else(|| Error::invalid_webhook("no x-signature header"))?;
+    let (mut ts, mut v1) = (None, None);
+    for part in signature.split(',') {
+        match part.trim().split_once('=') {
+            Some(("ts", value)) => ts = Some(value),
+            Some(("v1", value)) => v1 = Some(value.to_ascii_lowercase()),
+            _ => {}
+        }
+    }
+    let (ts, v1) = ts
+        .zip(v1)
+        .ok_or_else(|| Error::invalid_webhook("x-signature lacks ts or v1"))?;
+    let mut manifest = format!("id:{};", data_id.to_ascii_lowercase());
+    if let Some(request_id) = header("x-request-id") {
+        manifest.push_str(&format!("request-id:{request_id};"));
+    }
+    manifest.push_str(&format!("ts:{ts};"));
+    let expected: String = host
+        .hmac_sha256(secret.as_bytes(), manifest.as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    if !host.constant_time_eq(expected.as_bytes(), v1.as_bytes()) {
+        return Err(Error::invalid_webhook(
+            "x-signature does not match the notification and the webhook secret",
+        ));
+    }
+    Ok(())
+}
+
+export!(MercadoPago);
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,303 @@
+use super::*;
+use pixgw_plugin_sdk::host::fake::FakeHost;
+
+const REFERENCE: &str = "abcdefghijklmnopqrstuvwxyz12";
+const SECRET: &str = "mp-webhook-secret";
+
+fn ctx() -> Context {
+    Context::new(Environment::Test)
+        .with_field("access-token", "APP_USR-1-2-3")
+        .with_endpoint("api", "https://api.mp.test")
+        .with_webhook_url("https://gw.example/api/wh/cred-1")
+}
+
+fn request(email: Option<&str>) -> ChargeRequest {
+    ChargeRequest {
+        reference: REFERENCE.into(),
+        amount: 1050,
+        description: Some("Pedido 42".into()),
+        payer: Payer {
+            email: email.map(str::to_owned),
+            name: Some("Ana Maria Souza".into()),
+            document: Some("12345678909".into()),
+        },
+        expires_in: 3600,
+    }
+}
+
+fn payment(status: &str, detail: &str) -> Value {
+    json!({
+        "id": 1_325_000_123u64, "status": status, "status_detail": detail,
+        "transaction_amount": 10.5, "external_reference": REFERENCE,
+        "date_approved": if status == "approved" { json!("2030-01-01T10:00:00.000-04:00") } else { Value::Null },
+        "date_of_expiration": "2099-01-01T10:00:00.000-04:00",
+        "point_of_interaction": {"type": "OPENPLATFORM", "transaction_data": {
+            "qr_code": "00020101021226", "qr_code_base64": "iVBORw0KGgo=", "ticket_url": "https://x",
+            "e2e_id": if status == "approved" { json!("E10573521203001011000abcdefghijk") } else { Value::Null }}},
+    })
+}
+
+#[test]
+fn create_posts_a_pix_payment_keyed_by_the_reference() {
+    let host = FakeHost::new();
+    host.reply(
+        201,
+        &payment("pending", "pending_waiting_transfer").to_string(),
+    );
+    let before = time::now_unix();
+    let charge = MercadoPago::create(&host, &ctx(), &request(Some("ana@example.com"))).unwrap();
+
+    let sent = &host.sent()[0];
+    assert_eq!(sent.url, "https://api.mp.test/v1/payments");
+    assert_eq!(sent.header_value("x-idempotency-key"), Some(REFERENCE));
+    assert_eq!(
+        sent.header_value("authorization"),
+        Some("Bearer APP_USR-1-2-3")
+    );
+    let mut body: Value = serde_json::from_slice(&sent.body).unwrap();
+    let expiration = body["date_of_expiration"].take();
+    assert_eq!(
+        body,
+        json!({
+            "transaction_amount": 10.5,
+            "description": "Pedido 42",
+            "payment_method_id": "pix",
+            "payer": {"email": "ana@example.com", "first_name": "Ana", "last_name": "Maria Souza",
+                      "identification": {"type": "CPF", "number": "12345678909"}},
+            "external_reference": REFERENCE,
+            "notification_url": "https://gw.example/api/wh/cred-1",
+            "date_of_expiration": null,
+        })
+    );
+    let expiration = expiration.as_str().unwrap();
+    assert!(expiration.ends_with(".000-03:00"), "{expiration}");
+    let at = time::parse_rfc3339(expiration).unwrap();
+    assert!(
+        (before + 3600..=time::now_unix() + 3600).contains(&at),
+        "{expiration}"
+    );
+
+    assert_eq!(
+        (charge.psp_id.as_str(), charge.status, charge.amount),
+        ("1325000123", ChargeStatus::Pending, 1050)
+    );
+    assert_eq!(charge.copy_paste.as_deref(), Some("00020101021226"));
+    assert_eq!(charge.qr_png_base64.as_deref(), Some("iVBORw0KGgo="));
+    assert_eq!(charge.expires_at.as_deref(), Some("2099-01-01T14:00:00Z"));
+}
+
+#[test]
+fn the_payer_email_is_required() {
+    let host = FakeHost::new();
+    let e = MercadoPago::create(&host, &ctx(), &request(None)).unwrap_err();
+    assert_eq!(e.kind(), "rejected");
+    assert!(host.sent().is_empty());
+    assert_eq!(
+        MercadoPago::manifest().required_payer_fields,
+        vec![PayerField::Email]
+    );
+}
+
+#[test]
+fn expiration_is_written_in_brasilia_time() {
+    assert_eq!(
+        date_of_expiration(1_700_000_000),
+        "2023-11-14T19:13:20.000-03:00"
+    );
+}
+
+#[test]
+fn mercado_pago_errors_keep_the_message() {
+    let host = FakeHost::new();
+    host.reply(
+        401,
+        r#"{"message":"invalid access token","error":"unauthorized","status":401,"cause":[]}"#,
+    )
+    .reply(
+        400,
+        r#"{"message":"payer.email must be a valid email","error":"bad_request","status":400,"cause":[{"code":4050,"description":"payer.email must be a valid email"}]}"#,
+    );
+    let e = MercadoPago::create(&host, &ctx(), &request(Some("a@b.co"))).unwrap_err();
+    assert_eq!(e.kind(), "bad-credentials");
+    let detail = e.psp_error().unwrap();
+    assert_eq!(
+        (detail.message.as_str(), detail.code.as_deref()),
+        ("invalid access token", Some("unauthorized"))
+    );
+    let e = MercadoPago::create(&host, &ctx(), &request(Some("a@b.co"))).unwrap_err();
+    assert_eq!(e.kind(), "rejected");
+    let detail = e.psp_error().unwrap();
+    assert_eq!(
+        (detail.message.as_str(), detail.code.as_deref()),
+        ("payer.email must be a valid email", Some("4050"))
+    );
+}
+
+#[test]
+fn statuses() {
+    let status = |s: &str, detail: &str, expires: &str| {
+        let mut v = payment(s, detail);
+        v["date_of_expiration"] = json!(expires);
+        serde_json::from_value::<MpPayment>(v)
+            .unwrap()
+            .status(1_900_000_000)
+    };
+    let future = "2099-01-01T00:00:00.000-04:00";
+    let past = "2020-01-01T00:00:00.000-04:00";
+    use ChargeStatus::*;
+    assert_eq!(
+        status("pending", "pending_waiting_transfer", future),
+        Pending
+    );
+    assert_eq!(status("authorized", "", future), Pending);
+    assert_eq!(status("pending", "pending_waiting_transfer", past), Expired);
+    assert_eq!(status("in_process", "", future), Processing);
+    assert_eq!(status("approved", "accredited", past), Paid);
+    assert_eq!(status("rejected", "", future), Failed);
+    assert_eq!(status("cancelled", "by_collector", future), Canceled);
+    assert_eq!(status("cancelled", "expired", past), Expired);
+}
+
+#[test]
+fn query_by_reference_searches_and_reads_the_payment() {
+    let host = FakeHost::new();
+    host.reply(
+        200,
+        &json!({"paging": {"total": 1}, "results": [payment("approved", "accredited")]})
+            .to_string(),
+    )
+    .reply(200, r#"{"paging":{"total":0},"results":[]}"#);
+    let charge = MercadoPago::query(&host, &ctx(), REFERENCE, None).unwrap();
+    assert_eq!(
+        host.sent()[0].url,
+        format!(
+            "https://api.mp.test/v1/payments/search?external_reference={REFERENCE}&sort=date_created&criteria=desc"
+        )
+    );
+    assert_eq!(charge.status, ChargeStatus::Paid);
+    let paid = charge.payment.unwrap();
+    assert_eq!(
+        (
+            paid.end_to_end_id.as_deref(),
+            paid.amount,
+            paid.paid_at.as_str()
+        ),
+        (
+            Some("E10573521203001011000abcdefghijk"),
+            1050,
+            "2030-01-01T14:00:00Z"
+        )
+    );
+    let e = MercadoPago::query(&host, &ctx(), REFERENCE, None).unwrap_err();
+    assert_eq!(e.kind(), "not-found");
+}
+
+#[test]
+fn cancel_puts_the_cancelled_status() {
+    let host = FakeHost::new();
+    host.reply(200, &payment("cancelled", "by_collector").to_string());
+    let charge = MercadoPago::cancel(&host, &ctx(), REFERENCE, Some("1325000123")).unwrap();
+    assert_eq!(charge.status, ChargeStatus::Canceled);
+    let sent = &host.sent()[0];
+    assert_eq!(
+        (sent.method, sent.url.as_str()),
+        (Method::Put, "https://api.mp.test/v1/payments/1325000123")
+    );
+    assert_eq!(sent.body, br#"{"status":"cancelled"}"#);
+}
+
+fn notification(host: &FakeHost, secret: &str, request_id: Option<&str>) -> WebhookRequest {
+    let ts = "1742505638683";
+    let mut manifest = "id:1325000123;".to_string();
+    if let Some(r) = request_id {
+        manifest.push_str(&format!("request-id:{r};"));
+    }
+    manifest.push_str(&format!("ts:{ts};"));
+    let v1: String = host
+        .hmac_sha256(secret.as_bytes(), manifest.as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    let mut headers = vec![("x-signature".to_string(), format!("ts={ts},v1={v1}"))];
+    if let Some(r) = request_id {
+        headers.push(("x-request-id".to_string(), r.to_string()));
+    }
+    WebhookRequest {
+        method: "POST".into(),
+        path: String::new(),
+        query: "data.id=1325000123&type=payment".into(),
+        headers,
+        body: br#"{"action":"payment.updated","data":{"id":"1325000123"},"type":"payment"}"#
+            .to_vec(),
+    }
+}
+
+#[test]
+fn a_notification_is_verified_then_the_payment_is_queried() {
+    let host = FakeHost::new();
+    host.reply(200, &payment("approved", "accredited").to_string());
+    let with_secret = ctx().with_field("webhook-secret", SECRET);
+    let events = MercadoPago::parse_webhook(
+        &host,
+        &with_secret,
+        &notification(&host, SECRET, Some("req-uuid")),
+    )
+    .unwrap();
+    assert_eq!(
+        host.sent()[0].url,
+        "https://api.mp.test/v1/payments/1325000123"
+    );
+    assert_eq!(events.len(), 1);
+    let e = &events[0];
+    assert_eq!(
+        (e.reference.as_deref(), e.psp_id.as_deref(), e.status),
+        (Some(REFERENCE), Some("1325000123"), ChargeStatus::Paid)
+    );
+    assert_eq!(e.payment.as_ref().map(|p| p.amount), Some(1050));
+
+    // Without x-request-id the manifest leaves it out.
+    host.reply(
+        200,
+        &payment("pending", "pending_waiting_transfer").to_string(),
+    );
+    let events =
+        MercadoPago::parse_webhook(&host, &with_secret, &notification(&host, SECRET, None))
+            .unwrap();
+    assert_eq!(events[0].status, ChargeStatus::Pending);
+}
+
+#[test]
+fn a_bad_signature_is_refused_before_any_query() {
+    let host = FakeHost::new();
+    let with_secret = ctx().with_field("webhook-secret", SECRET);
+    let forged = notification(&host, "another-secret", Some("req-uuid"));
+    let e = MercadoPago::parse_webhook(&host, &with_secret, &forged).unwrap_err();
+    assert_eq!(e.kind(), "invalid-webhook");
+    let mut unsigned = notification(&host, SECRET, Some("req-uuid"));
+    unsigned.headers.clear();
+    let e = MercadoPago::parse_webhook(&host, &with_secret, &unsigned).unwrap_err();
+    assert_eq!(e.kind(), "invalid-webhook");
+    assert!(host.sent().is_empty());
+
+    // Without a secret the notification is taken as a hint and the payment queried.
+    host.reply(
+        200,
+        &payment("pending", "pending_waiting_transfer").to_string(),
+    );
+    assert_eq!(
+        MercadoPago::parse_webhook(&host, &ctx(), &unsigned)
+            .unwrap()
+            .len(),
+        1
+    );
+    let other = WebhookRequest {
+        query: "id=9&topic=merchant_order".into(),
+        body: b"{}".to_vec(),
+        ..unsigned
+    };
+    assert!(
+        MercadoPago::parse_webhook(&host, &ctx(), &other)
+            .unwrap()
+            .is_empty()
+    );
+}
