@@ -206,3 +206,193 @@ async fn every_adapter_wrong_secret(backend: Backend) {
     }
 }
 both_backends!(every_adapter_wrong_secret);
+
+/// Connects one PSP for a fresh merchant; returns its test key.
+async fn merchant_at(db: &TestDb, gw: &Gateway, sim: &psp_sim::Sim, provider: &str) -> String {
+    let m = create_merchant(db, provider);
+    connect(gw, sim, &m.test_key, provider).await;
+    m.test_key
+}
+
+/// The PSPs' own refusals, each a 502 with the PSP's words and the hint that fixes it.
+async fn psp_specific_errors_carry_their_hints(backend: Backend) {
+    let sim = start_sim().await;
+    let db = TestDb::new(backend).await;
+    let gw = Gateway::start(&db, &sim, &ids(), options()).await;
+    let expect = |provider: &str, e: &Value, code: &str, hint_words: &str| {
+        assert_eq!(e["error"]["code"], code, "{provider}: {e}");
+        assert!(
+            !e["error"]["psp_message"]
+                .as_str()
+                .unwrap_or_default()
+                .is_empty(),
+            "{provider}: {e}"
+        );
+        assert!(
+            e["error"]["hint"].as_str().unwrap().contains(hint_words),
+            "{provider}: {e}"
+        );
+    };
+
+    // Stripe: Pix not activated, then an account whose country cannot take Pix.
+    let key = merchant_at(&db, &gw, &sim, "stripe").await;
+    let api = sim.provider("stripe").unwrap().endpoints["api"].clone();
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let tls = psp_sim::tls::client_config(&sim.ca_pem(), None).unwrap();
+    let stripe = reqwest::Client::builder()
+        .use_preconfigured_tls(tls)
+        .build()
+        .unwrap();
+    let account = |body: Value| {
+        stripe
+            .post(format!("{api}/_sim/account"))
+            .json(&body)
+            .send()
+    };
+    assert!(
+        account(json!({"pix_enabled": false}))
+            .await
+            .unwrap()
+            .status()
+            .is_success()
+    );
+    let (status, e) = gw.post("/v1/charges", &key, charge_body("stripe")).await;
+    assert_eq!(status, 502);
+    expect("stripe", &e, "psp_pix_not_enabled", "Activate Pix");
+    assert!(
+        account(json!({"pix_enabled": true, "country": "US"}))
+            .await
+            .unwrap()
+            .status()
+            .is_success()
+    );
+    let (status, e) = gw.post("/v1/charges", &key, charge_body("stripe")).await;
+    assert_eq!(status, 502);
+    expect("stripe", &e, "psp_pix_unavailable_for_account", "country");
+    assert!(
+        account(json!({"country": "BR"}))
+            .await
+            .unwrap()
+            .status()
+            .is_success()
+    );
+    // The sandbox's designated e-mail pays by itself, with no control call.
+    let mut body = charge_body("stripe");
+    body["payer"]["email"] = json!("paid@example.com");
+    let (status, charge) = gw.post("/v1/charges", &key, body).await;
+    assert_eq!(status, 201, "{charge}");
+    let id = charge["id"].as_str().unwrap().to_owned();
+    poll(
+        std::time::Duration::from_secs(20),
+        "stripe's test e-mail to pay",
+        async || {
+            let (_, c) = gw.get(&format!("/v1/charges/{id}"), &key).await;
+            (c["status"] == "paid").then_some(())
+        },
+    )
+    .await;
+
+    // iugu: Pix not enabled (Portuguese), then an invoice without Pix.
+    let key = merchant_at(&db, &gw, &sim, "iugu").await;
+    sim_control(
+        &sim,
+        "/_sim/config",
+        Some(json!({"provider": "iugu", "flags": {"pix_disabled": true}})),
+    )
+    .await;
+    let (status, e) = gw.post("/v1/charges", &key, charge_body("iugu")).await;
+    assert_eq!(status, 502);
+    expect("iugu", &e, "psp_pix_not_enabled", "payment methods");
+    assert!(
+        e["error"]["psp_message"]
+            .as_str()
+            .unwrap()
+            .contains("não está habilitado"),
+        "{e}"
+    );
+    sim_control(
+        &sim,
+        "/_sim/config",
+        Some(json!({"provider": "iugu", "flags": {"pix_disabled": false, "pix_missing": true}})),
+    )
+    .await;
+    let (status, e) = gw.post("/v1/charges", &key, charge_body("iugu")).await;
+    assert_eq!(status, 502);
+    expect(
+        "iugu",
+        &e,
+        "psp_pix_not_payable",
+        "not among the account's payable methods",
+    );
+    sim_control(
+        &sim,
+        "/_sim/config",
+        Some(json!({"provider": "iugu", "flags": {"pix_missing": false}})),
+    )
+    .await;
+    // Without a payer e-mail, the credential's default address goes to iugu.
+    let (status, charge) = gw
+        .post(
+            "/v1/charges",
+            &key,
+            json!({"amount": 1990, "provider": "iugu"}),
+        )
+        .await;
+    assert_eq!(status, 201, "{charge}");
+    let invoices = sim_control(&sim, "/_sim/charges?provider=iugu", None).await;
+    let invoice = invoices
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["reference"] == charge["reference"])
+        .unwrap();
+    assert_eq!(
+        invoice["psp"]["email"], "pagamentos@loja.pixgw-sim.example",
+        "{invoice}"
+    );
+}
+both_backends!(psp_specific_errors_carry_their_hints);
+
+/// Asaas: a second charge for the same CPF reuses the customer, also after a restart.
+async fn asaas_reuses_its_customer_across_restarts(backend: Backend) {
+    let sim = start_sim().await;
+    let db = TestDb::new(backend).await;
+    let gw = Gateway::start(&db, &sim, &["asaas"], options()).await;
+    let key = merchant_at(&db, &gw, &sim, "asaas").await;
+    for _ in 0..2 {
+        let (status, charge) = gw.post("/v1/charges", &key, charge_body("asaas")).await;
+        assert_eq!(status, 201, "{charge}");
+    }
+    gw.kill().await;
+    let gw = Gateway::start(&db, &sim, &["asaas"], options()).await;
+    let (status, charge) = gw.post("/v1/charges", &key, charge_body("asaas")).await;
+    assert_eq!(status, 201, "{charge}");
+    let customers = sim_control(&sim, "/_sim/customers?provider=asaas", None).await;
+    assert_eq!(customers.as_array().unwrap().len(), 1, "{customers}");
+    // Only the first charge looked the customer up and created it; the later ones, the one after
+    // the restart included, found it in the adapter's (durable) cache.
+    let requests = sim_control(&sim, "/_sim/requests?provider=asaas", None).await;
+    let requests = requests.as_array().unwrap();
+    let path = |r: &Value| r["path"].as_str().unwrap_or("").to_owned();
+    let first_payment = requests
+        .iter()
+        .position(|r| path(r) == "/v3/payments")
+        .unwrap();
+    let customer_calls: Vec<String> = requests
+        .iter()
+        .map(path)
+        .filter(|p| p.contains("cpfCnpj") || p == "/v3/customers")
+        .collect();
+    assert_eq!(
+        customer_calls,
+        ["/v3/customers?cpfCnpj=52998224725", "/v3/customers"],
+        "{requests:?}"
+    );
+    assert!(
+        requests[first_payment..]
+            .iter()
+            .all(|r| !path(r).contains("/customers")),
+        "{requests:?}"
+    );
+}
+both_backends!(asaas_reuses_its_customer_across_restarts);

@@ -328,3 +328,64 @@ async fn an_orphan_is_canceled_at_the_psp(backend: Backend) {
     );
 }
 both_backends!(an_orphan_is_canceled_at_the_psp);
+
+/// PSPs that need a payer field the request lacks are skipped before any attempt: they receive
+/// no request at all; with none left, a 400 says why.
+async fn psps_needing_missing_payer_fields_are_skipped(backend: Backend) {
+    let sim = start_sim().await;
+    let db = TestDb::new(backend).await;
+    let m = create_merchant(&db, "Loja A");
+    let gw = Gateway::start(&db, &sim, &["mercadopago", "pagbank", "efi"], options()).await;
+    for psp in ["mercadopago", "pagbank", "efi"] {
+        gw.connect(&sim, &m.test_key, psp, &[]).await;
+    }
+    let count = async |psp: &str| {
+        sim_control(&sim, &format!("/_sim/requests?provider={psp}"), None)
+            .await
+            .as_array()
+            .unwrap()
+            .len()
+    };
+    let (mp, pb) = (count("mercadopago").await, count("pagbank").await);
+    for _ in 0..6 {
+        let (status, charge) = routed(&gw, &m.test_key).await;
+        assert_eq!(status, 201, "{charge}");
+        assert_eq!(
+            charge["provider"], "efi",
+            "no e-mail, no CPF: only efi takes it"
+        );
+    }
+    assert_eq!(
+        (count("mercadopago").await, count("pagbank").await),
+        (mp, pb),
+        "they received no request"
+    );
+    // With an e-mail, Mercado Pago is back in the turn; PagBank still needs the CPF.
+    let mut seen = std::collections::BTreeSet::new();
+    for _ in 0..4 {
+        let body =
+            json!({"amount": 500, "provider": "random", "payer": {"email": "fulana@example.com"}});
+        let (status, charge) = gw.post("/v1/charges", &m.test_key, body).await;
+        assert_eq!(status, 201, "{charge}");
+        seen.insert(charge["provider"].as_str().unwrap().to_owned());
+    }
+    assert_eq!(seen, ["efi", "mercadopago"].map(String::from).into());
+
+    // A merchant whose only PSP needs the CPF.
+    let other = create_merchant(&db, "Loja B");
+    gw.connect(&sim, &other.test_key, "pagbank", &[]).await;
+    let (status, e) = routed(&gw, &other.test_key).await;
+    assert_eq!(
+        (status, e["error"]["code"].as_str()),
+        (400, Some("no_eligible_provider")),
+        "{e}"
+    );
+    assert!(
+        e["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("pagbank (needs payer.document)"),
+        "{e}"
+    );
+}
+both_backends!(psps_needing_missing_payer_fields_are_skipped);

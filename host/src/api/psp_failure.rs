@@ -78,11 +78,13 @@ fn classify(error: &PspError, transport: Option<TransportFailure>) -> (&'static 
         PspError::Rejected(_) if mentions(&["chave", "pix key", "dict"]) => {
             ("psp_pix_key_invalid", HINT_PIX_KEY)
         }
+        PspError::Rejected(_) if mentions(&["payable methods", "métodos de pagamento"]) => {
+            ("psp_pix_not_payable", HINT_NOT_PAYABLE_WITH_PIX)
+        }
         PspError::Rejected(_)
             if mentions(&[
                 "payment method type",
-                "não habilitad",
-                "nao habilitad",
+                "habilitad",
                 "not enabled",
                 "not activated",
             ]) =>
@@ -91,9 +93,6 @@ fn classify(error: &PspError, transport: Option<TransportFailure>) -> (&'static 
         }
         PspError::Rejected(_) if mentions(&["country", "país", "without pix data"]) => {
             ("psp_pix_unavailable_for_account", HINT_NO_PIX_DATA)
-        }
-        PspError::Rejected(_) if mentions(&["payable", "pagáve", "pagave"]) => {
-            ("psp_pix_not_payable", HINT_NOT_PAYABLE_WITH_PIX)
         }
         PspError::Rejected(_) if status == Some(404) => ("psp_resource_not_found", HINT_NOT_FOUND),
         PspError::Rejected(_) => ("psp_rejected", HINT_REJECTED),
