@@ -396,3 +396,99 @@ async fn asaas_reuses_its_customer_across_restarts(backend: Backend) {
     );
 }
 both_backends!(asaas_reuses_its_customer_across_restarts);
+
+const CENTRAL_BANK: [&str; 7] = [
+    "efi",
+    "inter",
+    "sicredi",
+    "bb",
+    "itau",
+    "santander",
+    "bradesco",
+];
+
+/// The central-bank PSPs: the webhook registered on save (at the PSP and on the credential), a
+/// certificate the PSP does not trust, and a charge the PSP does not know (what the other
+/// environment's credentials meet) — each a 502 with the PSP's words and the hint.
+async fn central_bank_registration_certificates_and_unknown_charges(backend: Backend) {
+    let sim = start_sim().await;
+    let db = TestDb::new(backend).await;
+    let gw = Gateway::start(&db, &sim, &CENTRAL_BANK, options()).await;
+    for provider in CENTRAL_BANK {
+        let m = create_merchant(&db, provider);
+        let credential = connect(&gw, &sim, &m.test_key, provider).await;
+        assert_eq!(
+            credential["webhook"]["registration"]["status"], "registered",
+            "{provider}"
+        );
+        let registered =
+            sim_control(&sim, &format!("/_sim/webhooks?provider={provider}"), None).await;
+        assert!(
+            registered
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|w| w["webhookUrl"] == credential["webhook"]["url"]),
+            "{provider}: {registered}"
+        );
+
+        // A charge the PSP does not know.
+        let (status, charge) = gw
+            .post("/v1/charges", &m.test_key, charge_body(provider))
+            .await;
+        assert_eq!(status, 201, "{provider}: {charge}");
+        sim_control(&sim, "/_sim/reset", Some(json!({}))).await;
+        let id = charge["id"].as_str().unwrap();
+        let (status, e) = gw
+            .post(&format!("/v1/charges/{id}/cancel"), &m.test_key, json!({}))
+            .await;
+        assert_eq!(status, 502, "{provider}: {e}");
+        assert_eq!(
+            e["error"]["code"], "psp_resource_not_found",
+            "{provider}: {e}"
+        );
+        assert!(
+            !e["error"]["psp_message"]
+                .as_str()
+                .unwrap_or_default()
+                .is_empty(),
+            "{provider}: {e}"
+        );
+        assert!(
+            e["error"]["hint"].as_str().unwrap().contains("environment"),
+            "{provider}: {e}"
+        );
+
+        // A certificate from a CA the PSP does not trust.
+        let account = sim.provider(provider).unwrap().credentials;
+        let foreign = sim_control(
+            &sim,
+            "/_sim/certificates",
+            Some(json!({"provider": provider, "foreign_ca": true, "cn": account["client-id"]})),
+        )
+        .await;
+        let other = create_merchant(&db, &format!("{provider}-cert"));
+        let fields: Vec<(&str, &str)> = if account.contains_key("private-key") {
+            vec![
+                ("certificate", foreign["certificate_pem"].as_str().unwrap()),
+                ("private-key", foreign["private_key_pem"].as_str().unwrap()),
+            ]
+        } else {
+            vec![("certificate", foreign["certificate"].as_str().unwrap())]
+        };
+        gw.connect(&sim, &other.test_key, provider, &fields).await;
+        let (status, e) = gw
+            .post("/v1/charges", &other.test_key, charge_body(provider))
+            .await;
+        assert_eq!(status, 502, "{provider}: {e}");
+        assert_eq!(
+            e["error"]["code"], "psp_certificate_invalid",
+            "{provider}: {e}"
+        );
+        assert!(
+            e["error"]["hint"].as_str().unwrap().contains("certificate"),
+            "{provider}: {e}"
+        );
+    }
+}
+both_backends!(central_bank_registration_certificates_and_unknown_charges);

@@ -216,14 +216,33 @@ impl HttpClients {
                 .map_err(|_| HttpError::NotSent(format!("invalid value for header {name}")))?;
             headers.append(name, value);
         }
-        let mut response = client
-            .request(method, url)
+        let mut response = match client
+            .request(method, url.clone())
             .headers(headers)
             .body(request.body)
             .timeout(timeout)
             .send()
             .await
-            .map_err(|e| classify(&e))?;
+        {
+            Ok(response) => response,
+            Err(e) => {
+                let error = classify(&e);
+                // With TLS 1.3 a server refuses the client certificate after the client thinks
+                // the handshake is done; over HTTP/2 that can surface as a mere broken
+                // connection. Ask the server once more, alone, to hear its alert.
+                if let (Some(identity), HttpError::NoAnswer(_) | HttpError::NotSent(_)) =
+                    (identity, &error)
+                    && !e.is_timeout()
+                    && let Some(alert) = self.probe_client_certificate(&url, identity).await
+                {
+                    return Err(HttpError::Certificate(format!(
+                        "the PSP refused the TLS client certificate (alert {alert}); check that \
+                         the certificate is the one issued for this account and environment"
+                    )));
+                }
+                return Err(error);
+            }
+        };
         let status = response.status().as_u16();
         let headers = response
             .headers()
@@ -249,6 +268,53 @@ impl HttpClients {
             headers,
             body,
         })
+    }
+}
+
+impl HttpClients {
+    /// Opens a bare TLS connection to `url`'s server with `identity` and waits briefly for an
+    /// alert refusing the certificate. Only run after a failed exchange, never on the way of a
+    /// successful one.
+    async fn probe_client_certificate(
+        &self,
+        url: &url::Url,
+        identity: &ClientIdentity,
+    ) -> Option<String> {
+        use tokio::io::AsyncReadExt;
+        const PROBE: Duration = Duration::from_secs(2);
+        let host = url.host_str()?.trim_matches(['[', ']']).to_owned();
+        let port = url.port_or_known_default()?;
+        let config = rustls::ClientConfig::builder_with_provider(Arc::new(
+            rustls::crypto::ring::default_provider(),
+        ))
+        .with_safe_default_protocol_versions()
+        .ok()?
+        .with_root_certificates(self.roots.clone())
+        .with_client_auth_cert(identity.chain.clone(), identity.key.clone_key())
+        .ok()?;
+        let name = rustls::pki_types::ServerName::try_from(host.clone()).ok()?;
+        let probe = async {
+            let tcp = tokio::net::TcpStream::connect((host.as_str(), port))
+                .await
+                .ok()?;
+            let connector = tokio_rustls::TlsConnector::from(Arc::new(config));
+            let mut tls = match connector.connect(name, tcp).await {
+                Ok(tls) => tls,
+                Err(e) => return find_alert(&e),
+            };
+            let mut byte = [0u8; 1];
+            match tokio::time::timeout(PROBE, tls.read(&mut byte)).await {
+                Ok(Err(e)) => find_alert(&e),
+                _ => None,
+            }
+        };
+        let alert = tokio::time::timeout(PROBE * 2, probe)
+            .await
+            .ok()
+            .flatten()?;
+        CLIENT_CERTIFICATE_ALERTS
+            .contains(&alert.as_str())
+            .then_some(alert)
     }
 }
 
