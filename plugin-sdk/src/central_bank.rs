@@ -158,15 +158,9 @@ impl CentralBankPsp {
         op: Op,
         request: Request,
     ) -> Result<Response, Error> {
-        let response = self.token_source(ctx)?.send(host, op, request)?;
-        if !response.is_success() {
-            return Err(error::from_status(
-                op,
-                response.status,
-                error::describe_body(response.status, &response.body),
-            ));
-        }
-        Ok(response)
+        self.token_source(ctx)?
+            .send(host, op, request)?
+            .error_for_status(op, error::describe_body)
     }
 
     /// [`request`](Self::request) then [`send`](Self::send), with an optional JSON body.
@@ -236,13 +230,7 @@ impl CentralBankPsp {
                 };
             }
         }
-        if !response.is_success() {
-            return Err(error::from_status(
-                Op::Create,
-                response.status,
-                error::describe_body(response.status, &response.body),
-            ));
-        }
+        let response = response.error_for_status(Op::Create, error::describe_body)?;
         if !self.create_statuses.contains(&response.status) {
             return Err(error::undecodable(
                 Op::Create,
@@ -250,17 +238,13 @@ impl CentralBankPsp {
                 format!("unexpected HTTP {} to a create", response.status),
             ));
         }
-        response
-            .json()
-            .map_err(|e| error::undecodable(Op::Create, response.status, e))
+        response.decode(Op::Create)
     }
 
     /// `GET {prefix}/cob/{txid}`.
     pub fn query_cob(&self, host: &dyn Host, ctx: &Context, txid: &str) -> Result<Cob, Error> {
-        let response = self.call(host, ctx, Op::Read, Method::Get, &cob_path(txid), None)?;
-        response
-            .json()
-            .map_err(|e| error::undecodable(Op::Read, response.status, e))
+        self.call(host, ctx, Op::Read, Method::Get, &cob_path(txid), None)?
+            .decode(Op::Read)
     }
 
     pub fn create(
@@ -312,9 +296,7 @@ impl CentralBankPsp {
         let body = json!({"status": "REMOVIDA_PELO_USUARIO_RECEBEDOR"});
         let path = cob_path(psp_id.unwrap_or(reference));
         let response = self.call(host, ctx, Op::Change, Method::Patch, &path, Some(&body))?;
-        let cob: Cob = response
-            .json()
-            .map_err(|e| error::undecodable(Op::Change, response.status, e))?;
+        let cob: Cob = response.decode(Op::Change)?;
         self.charge(&cob, reference)
             .map_err(|e| error::undecodable(Op::Change, response.status, e))
     }

@@ -4,11 +4,16 @@
 //! a JSON or form body, Basic or Bearer authorisation, the mTLS flag and a timeout. [`Response`]
 //! has the status, headers and body, and decodes JSON with an error that keeps an excerpt of
 //! the body, so a surprising answer can be diagnosed from the log alone.
+//!
+//! [`Request::call`] and [`Response::decode`] are the whole round trip of an adapter's own
+//! protocol: send, classify a failure into the WIT error for the [`Op`] (the PSP's error body
+//! read by the adapter's `describe`), read the answer.
 
 use base64::Engine as _;
 use serde::de::DeserializeOwned;
 
 pub use crate::bindings::pixgw::psp::http::{HttpError, Method};
+use crate::error::{self, Error, Op, PspError};
 use crate::host::Host;
 
 /// An outbound HTTP request, sent through [`Host::http_send`].
@@ -115,8 +120,24 @@ impl Request {
         find_header(&self.headers, name)
     }
 
+    /// Sends as it is; any HTTP answer, success or not, is returned.
     pub fn send(self, host: &dyn Host) -> Result<Response, HttpError> {
         host.http_send(&self)
+    }
+
+    /// Sends, and makes every failure the WIT error for `op`: a transport failure with
+    /// [`error::from_transport`], an answer that is not a success with
+    /// [`Response::error_for_status`] (the PSP's body read by `describe`, e.g.
+    /// [`error::describe_body`] or the adapter's own reader).
+    pub fn call(
+        self,
+        host: &dyn Host,
+        op: Op,
+        describe: fn(u16, &[u8]) -> PspError,
+    ) -> Result<Response, Error> {
+        self.send(host)
+            .map_err(|e| error::from_transport(op, &e))?
+            .error_for_status(op, describe)
     }
 }
 
@@ -145,6 +166,30 @@ impl Response {
 
     pub fn header(&self, name: &str) -> Option<&str> {
         find_header(&self.headers, name)
+    }
+
+    /// The response itself when it is a success; otherwise the error for `op` classified by
+    /// [`error::from_status`], with what the PSP said as `describe` reads the body.
+    pub fn error_for_status(
+        self,
+        op: Op,
+        describe: fn(u16, &[u8]) -> PspError,
+    ) -> Result<Self, Error> {
+        if self.is_success() {
+            return Ok(self);
+        }
+        Err(error::from_status(
+            op,
+            self.status,
+            describe(self.status, &self.body),
+        ))
+    }
+
+    /// Decodes a success answer as JSON; one that cannot be read is [`error::undecodable`] for
+    /// `op` (after a write the PSP may have acted), quoting the start of the body.
+    pub fn decode<T: DeserializeOwned>(&self, op: Op) -> Result<T, Error> {
+        self.json()
+            .map_err(|e| error::undecodable(op, self.status, e))
     }
 
     /// Decodes the body as JSON; the error names the status and quotes the start of the body.
@@ -256,5 +301,68 @@ mod tests {
             "{e}"
         );
         assert_eq!(excerpt("é".repeat(400).as_bytes()).chars().count(), 301);
+    }
+
+    fn upper_case(_: u16, body: &[u8]) -> PspError {
+        PspError::new(String::from_utf8_lossy(body).to_uppercase())
+    }
+
+    #[test]
+    fn call_classifies_failures_for_the_op_with_the_psps_reader() {
+        use crate::host::fake::FakeHost;
+        let host = FakeHost::new();
+        host.reply(201, r#"{"id":"1"}"#)
+            .reply(422, "no such key")
+            .reply(500, "")
+            .fail(HttpError::NoAnswer("reset".into()));
+        let ok = Request::post("https://psp.example/charges")
+            .call(&host, Op::Create, upper_case)
+            .unwrap();
+        assert_eq!(ok.status, 201);
+
+        let refused = Request::post("https://psp.example/charges")
+            .call(&host, Op::Create, upper_case)
+            .unwrap_err();
+        assert_eq!(refused.kind(), "rejected");
+        let psp = refused.psp_error().unwrap();
+        assert_eq!(
+            (psp.message.as_str(), psp.http_status),
+            ("NO SUCH KEY", Some(422))
+        );
+
+        let read = Request::get("https://psp.example/charges/1")
+            .call(&host, Op::Read, error::describe_body)
+            .unwrap_err();
+        assert_eq!(read.kind(), "unavailable");
+        assert_eq!(read.psp_error().unwrap().message, "HTTP 500");
+
+        let lost = Request::post("https://psp.example/charges")
+            .call(&host, Op::Create, upper_case)
+            .unwrap_err();
+        assert_eq!(lost.kind(), "ambiguous");
+        assert_eq!(host.sent().len(), 4);
+    }
+
+    #[test]
+    fn decode_reads_a_success_or_says_it_could_not_for_the_op() {
+        #[derive(Debug, serde::Deserialize)]
+        struct Charge {
+            id: String,
+        }
+        let charge: Charge = Response::new(200, r#"{"id":"7"}"#)
+            .decode(Op::Read)
+            .unwrap();
+        assert_eq!(charge.id, "7");
+
+        let garbled = Response::new(201, "<html>");
+        let e = garbled.decode::<Charge>(Op::Create).unwrap_err();
+        assert_eq!(e.kind(), "ambiguous");
+        let psp = e.psp_error().unwrap();
+        assert_eq!(psp.http_status, Some(201));
+        assert!(psp.message.contains("<html>"), "{}", psp.message);
+        assert_eq!(
+            garbled.decode::<Charge>(Op::Read).unwrap_err().kind(),
+            "unavailable"
+        );
     }
 }

@@ -9,10 +9,12 @@
 //! - [`manifest`] — what the adapter declares (the SDK adds the WIT version);
 //! - [`context`] — the call context, with named lookups of fields and endpoints;
 //! - [`host`] — the imports behind a trait, and the fake for tests;
-//! - [`http`] — request builder and response helpers;
+//! - [`http`] — request builder and response helpers: [`Request::call`](http::Request::call)
+//!   sends and classifies failures, [`Response::decode`](http::Response::decode) reads the answer;
 //! - [`oauth`] — client-credentials tokens, cached, with one retry on 401;
 //! - [`central_bank`] — the central bank's Pix API, parameterised by per-PSP facts;
 //! - [`error`] — classification into the WIT error variant;
+//! - [`idempotency`] — creating at most once at a PSP without idempotency keys;
 //! - [`money`] — centavos ⇄ wire amounts;
 //! - [`time`] — RFC 3339 timestamps.
 //!
@@ -35,6 +37,7 @@ pub mod context;
 pub mod error;
 pub mod host;
 pub mod http;
+pub mod idempotency;
 pub mod manifest;
 pub mod money;
 pub mod oauth;
@@ -46,6 +49,19 @@ pub mod types {
         Charge, ChargeRequest, ChargeStatus, Environment, Payer, Payment, PaymentEvent,
         WebhookRequest,
     };
+
+    /// A notification's event saying what the charge now is: for PSPs whose notification names
+    /// (or is) the charge. An empty reference (a charge the PSP holds without ours) is `None`.
+    impl From<Charge> for PaymentEvent {
+        fn from(charge: Charge) -> Self {
+            PaymentEvent {
+                reference: Some(charge.reference).filter(|r| !r.is_empty()),
+                psp_id: Some(charge.psp_id),
+                status: charge.status,
+                payment: charge.payment,
+            }
+        }
+    }
 }
 
 pub use context::Context;
@@ -180,10 +196,49 @@ pub mod prelude {
     pub use crate::central_bank::{self, CentralBankPsp, Source};
     pub use crate::error::{Error, Op, PspError};
     pub use crate::http::{Method, Request, Response};
+    pub use crate::idempotency::CreateOnce;
     pub use crate::manifest::{
         Capabilities, CredentialField, Endpoint, Manifest, PayerField, WebhookAuth,
     };
     pub use crate::oauth::{BodyEncoding, ClientAuth};
     pub use crate::types::*;
     pub use crate::{Adapter, Context, Host, export};
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_charge_as_a_notification_event() {
+        let charge = |reference: &str| Charge {
+            reference: reference.into(),
+            psp_id: "pay_1".into(),
+            status: ChargeStatus::Paid,
+            amount: 1990,
+            copy_paste: Some("000201…".into()),
+            qr_png_base64: None,
+            expires_at: None,
+            payment: Some(Payment {
+                end_to_end_id: Some("E123".into()),
+                amount: 1990,
+                paid_at: "2024-05-01T13:15:00Z".into(),
+            }),
+        };
+        let event = PaymentEvent::from(charge("ref1"));
+        assert_eq!(
+            (
+                event.reference.as_deref(),
+                event.psp_id.as_deref(),
+                event.status
+            ),
+            (Some("ref1"), Some("pay_1"), ChargeStatus::Paid)
+        );
+        let payment = event.payment.unwrap();
+        assert_eq!(
+            (payment.end_to_end_id.as_deref(), payment.amount),
+            (Some("E123"), 1990)
+        );
+        assert_eq!(PaymentEvent::from(charge("")).reference, None);
+    }
 }

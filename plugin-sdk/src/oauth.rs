@@ -151,9 +151,7 @@ impl TokenSource {
                 status => error::from_status(Op::Read, status, what),
             });
         }
-        let answer: TokenAnswer = response
-            .json()
-            .map_err(|e| error::undecodable(Op::Read, response.status, e))?;
+        let answer: TokenAnswer = response.decode(Op::Read)?;
         let expires_in = match &answer.expires_in {
             Some(Value::Number(n)) => n.as_u64(),
             Some(Value::String(s)) => s.parse().ok(),

@@ -100,12 +100,7 @@ impl Adapter for Asaas {
         if notification.event == "PAYMENT_DELETED" {
             charge.status = ChargeStatus::Canceled;
         }
-        Ok(vec![PaymentEvent {
-            reference: Some(charge.reference).filter(|r| !r.is_empty()),
-            psp_id: Some(charge.psp_id),
-            status: charge.status,
-            payment: charge.payment,
-        }])
+        Ok(vec![PaymentEvent::from(charge)])
     }
 
     fn cancel(
@@ -162,12 +157,13 @@ fn create_at(
         .ok_or_else(|| {
             Error::rejected("Asaas requires the payer's CPF or CNPJ (payer.document)")
         })?;
-    let attempt = format!("attempt:{}", request.reference);
-    // Asaas has no idempotency key: a retry of a create that may have reached Asaas looks for
-    // the payment carrying this externalReference before creating another.
-    if host.cache_get(&attempt).is_some()
-        && let Some(payment) = find_by_reference(host, ctx, &request.reference)?
-    {
+    // Asaas has no idempotency key: a retry of a create that may have reached Asaas, or whose
+    // answer was lost, looks for the payment carrying this externalReference before creating
+    // another.
+    let once = CreateOnce::new(host, &request.reference, ATTEMPT_TTL, || {
+        find_by_reference(host, ctx, &request.reference)
+    });
+    if let Some(payment) = once.earlier()? {
         return with_qr_code(host, ctx, &payment);
     }
     let name = request
@@ -186,33 +182,30 @@ fn create_at(
     if let Some(description) = request.description.as_deref().filter(|d| !d.is_empty()) {
         body["description"] = json!(description);
     }
-    host.cache_set(&attempt, "1", ATTEMPT_TTL);
-    loop {
-        body["customer"] = json!(customer);
-        let payment = match call(
-            host,
-            ctx,
-            Op::Create,
-            Method::Post,
-            "/v3/payments",
-            Some(&body),
-        ) {
-            Ok(response) => decode(Op::Create, &response)?,
-            // A customer id from the cache that Asaas no longer knows: look it up afresh, once.
-            Err(Error::Rejected(e)) if cached && e.code.as_deref() == Some(UNKNOWN_CUSTOMER) => {
-                host.cache_delete(&customer_key(host, document));
-                (customer, cached) = customer_id(host, ctx, document, name)?;
-                continue;
+    let payment = once.create(|| {
+        loop {
+            body["customer"] = json!(customer);
+            match call(
+                host,
+                ctx,
+                Op::Create,
+                Method::Post,
+                "/v3/payments",
+                Some(&body),
+            ) {
+                // A customer id from the cache that Asaas no longer knows: look it up afresh,
+                // once.
+                Err(Error::Rejected(e))
+                    if cached && e.code.as_deref() == Some(UNKNOWN_CUSTOMER) =>
+                {
+                    host.cache_delete(&customer_key(host, document));
+                    (customer, cached) = customer_id(host, ctx, document, name)?;
+                }
+                answer => return answer,
             }
-            // The answer was lost: if the payment is already visible, carry on with it.
-            Err(lost @ Error::Ambiguous(_)) => find_by_reference(host, ctx, &request.reference)
-                .ok()
-                .flatten()
-                .ok_or(lost)?,
-            Err(e) => return Err(e),
-        };
-        return with_qr_code(host, ctx, &payment);
-    }
+        }
+    })?;
+    with_qr_code(host, ctx, &payment)
 }
 
 /// A created payment as a charge, with its Pix code. Without the code the charge is of no use
@@ -252,10 +245,8 @@ fn customer_id(
         return Ok((id, true));
     }
     let path = format!("/v3/customers?cpfCnpj={}", percent_encode(document));
-    let list: List<Customer> = decode(
-        Op::Read,
-        &call(host, ctx, Op::Read, Method::Get, &path, None)?,
-    )?;
+    let list: List<Customer> =
+        call(host, ctx, Op::Read, Method::Get, &path, None)?.decode(Op::Read)?;
     let id = match list.data.into_iter().find(|c| !c.deleted) {
         Some(customer) => customer.id,
         None => {
@@ -271,7 +262,7 @@ fn customer_id(
                 "/v3/customers",
                 Some(&body),
             )?;
-            decode::<Customer>(Op::Read, &response)?.id
+            response.decode::<Customer>(Op::Read)?.id
         }
     };
     host.cache_set(&key, &id, CUSTOMER_TTL);
@@ -287,10 +278,7 @@ fn customer_key(host: &dyn Host, document: &str) -> String {
 
 fn get_payment(host: &dyn Host, ctx: &Context, id: &str) -> Result<AsaasPayment, Error> {
     let path = format!("/v3/payments/{}", percent_encode(id));
-    decode(
-        Op::Read,
-        &call(host, ctx, Op::Read, Method::Get, &path, None)?,
-    )
+    call(host, ctx, Op::Read, Method::Get, &path, None)?.decode(Op::Read)
 }
 
 /// `GET /v3/payments?externalReference=<reference>`.
@@ -303,10 +291,8 @@ fn find_by_reference(
         "/v3/payments?externalReference={}",
         percent_encode(reference)
     );
-    let list: List<AsaasPayment> = decode(
-        Op::Read,
-        &call(host, ctx, Op::Read, Method::Get, &path, None)?,
-    )?;
+    let list: List<AsaasPayment> =
+        call(host, ctx, Op::Read, Method::Get, &path, None)?.decode(Op::Read)?;
     Ok(list
         .data
         .into_iter()
@@ -330,10 +316,7 @@ struct QrCode {
 /// `GET /v3/payments/{id}/pixQrCode` → `{encodedImage, payload, expirationDate}`.
 fn qr_code(host: &dyn Host, ctx: &Context, id: &str) -> Result<QrCode, Error> {
     let path = format!("/v3/payments/{}/pixQrCode", percent_encode(id));
-    let qr: QrCode = decode(
-        Op::Read,
-        &call(host, ctx, Op::Read, Method::Get, &path, None)?,
-    )?;
+    let qr: QrCode = call(host, ctx, Op::Read, Method::Get, &path, None)?.decode(Op::Read)?;
     if qr.payload.is_empty() {
         return Err(Error::unavailable("Asaas answered an empty Pix payload"));
     }
@@ -359,24 +342,8 @@ fn call(
     if let Some(body) = body {
         request = request.json(body);
     }
-    let response = request
-        .send(host)
-        .map_err(|e| error::from_transport(op, &e))?;
-    if !response.is_success() {
-        // `{"errors":[{"code","description"}]}`, read by the SDK.
-        return Err(error::from_status(
-            op,
-            response.status,
-            describe_body(response.status, &response.body),
-        ));
-    }
-    Ok(response)
-}
-
-fn decode<T: serde::de::DeserializeOwned>(op: Op, response: &Response) -> Result<T, Error> {
-    response
-        .json()
-        .map_err(|e| error::undecodable(op, response.status, e))
+    // `{"errors":[{"code","description"}]}`, read by the SDK.
+    request.call(host, op, describe_body)
 }
 
 /// Asaas's list envelope `{object:"list", hasMore, totalCount, data:[…]}`.

@@ -89,12 +89,7 @@ impl Adapter for Iugu {
         // The form is not signed: what iugu says now about the invoice is what counts.
         let invoice = get_invoice(host, ctx, id)?;
         let charge = charge(&invoice, "").map_err(|e| error::undecodable(Op::Read, 200, e))?;
-        Ok(vec![PaymentEvent {
-            reference: Some(charge.reference).filter(|r| !r.is_empty()),
-            psp_id: Some(charge.psp_id),
-            status: charge.status,
-            payment: charge.payment,
-        }])
+        Ok(vec![PaymentEvent::from(charge)])
     }
 
     fn cancel(
@@ -113,7 +108,7 @@ impl Adapter for Iugu {
         };
         let path = format!("/v1/invoices/{}/cancel", percent_encode(&id));
         let response = call(host, ctx, Op::Change, Method::Put, &path, None)?;
-        let invoice: Invoice = decode(Op::Change, &response)?;
+        let invoice: Invoice = response.decode(Op::Change)?;
         charge(&invoice, reference).map_err(|e| error::undecodable(Op::Change, response.status, e))
     }
 
@@ -151,14 +146,6 @@ fn create_at(
                  credential's default payer e-mail (default-email)",
             )
         })?;
-    let attempt = format!("attempt:{}", request.reference);
-    // iugu has no idempotency key: a retry of a create that may have reached iugu looks for
-    // the invoice carrying this reference before creating another.
-    if host.cache_get(&attempt).is_some()
-        && let Some(invoice) = find_by_reference(host, ctx, &request.reference)?
-    {
-        return created(host, ctx, &invoice, &request.reference);
-    }
     let mut body = json!({
         "email": email,
         "due_date": time::sao_paulo_date(now + i64::from(request.expires_in)),
@@ -181,22 +168,23 @@ fn create_at(
         }
         body["payer"] = p;
     }
-    host.cache_set(&attempt, "1", ATTEMPT_TTL);
-    let invoice = match call(
-        host,
-        ctx,
-        Op::Create,
-        Method::Post,
-        "/v1/invoices",
-        Some(&body),
-    ) {
-        Ok(response) => decode(Op::Create, &response)?,
-        // The answer was lost: if the invoice is already visible, carry on with it.
-        Err(lost @ Error::Ambiguous(_)) => find_by_reference(host, ctx, &request.reference)
-            .ok()
-            .flatten()
-            .ok_or(lost)?,
-        Err(e) => return Err(e),
+    // iugu has no idempotency key: a retry of a create that may have reached iugu, or whose
+    // answer was lost, looks for the invoice carrying this reference before creating another.
+    let once = CreateOnce::new(host, &request.reference, ATTEMPT_TTL, || {
+        find_by_reference(host, ctx, &request.reference)
+    });
+    let invoice = match once.earlier()? {
+        Some(invoice) => invoice,
+        None => once.create(|| {
+            call(
+                host,
+                ctx,
+                Op::Create,
+                Method::Post,
+                "/v1/invoices",
+                Some(&body),
+            )
+        })?,
     };
     created(host, ctx, &invoice, &request.reference)
 }
@@ -242,10 +230,7 @@ fn created(
 /// `GET /v1/invoices/{id}`.
 fn get_invoice(host: &dyn Host, ctx: &Context, id: &str) -> Result<Invoice, Error> {
     let path = format!("/v1/invoices/{}", percent_encode(id));
-    decode(
-        Op::Read,
-        &call(host, ctx, Op::Read, Method::Get, &path, None)?,
-    )
+    call(host, ctx, Op::Read, Method::Get, &path, None)?.decode(Op::Read)
 }
 
 /// `GET /v1/invoices?query=<reference>`, then the invoice whose `reference` custom variable
@@ -261,10 +246,7 @@ fn find_by_reference(
         items: Vec<Invoice>,
     }
     let path = format!("/v1/invoices?query={}&limit=100", percent_encode(reference));
-    let list: List = decode(
-        Op::Read,
-        &call(host, ctx, Op::Read, Method::Get, &path, None)?,
-    )?;
+    let list: List = call(host, ctx, Op::Read, Method::Get, &path, None)?.decode(Op::Read)?;
     Ok(list
         .items
         .into_iter()
@@ -277,7 +259,8 @@ fn not_found(reference: &str) -> Error {
     )))
 }
 
-/// An authenticated request to iugu; an answer that is not a success becomes an error.
+/// An authenticated request to iugu; an answer that is not a success becomes an error
+/// ([`describe`]).
 fn call(
     host: &dyn Host,
     ctx: &Context,
@@ -292,23 +275,7 @@ fn call(
     if let Some(body) = body {
         request = request.json(body);
     }
-    let response = request
-        .send(host)
-        .map_err(|e| error::from_transport(op, &e))?;
-    if !response.is_success() {
-        return Err(error::from_status(
-            op,
-            response.status,
-            describe(response.status, &response.body),
-        ));
-    }
-    Ok(response)
-}
-
-fn decode<T: serde::de::DeserializeOwned>(op: Op, response: &Response) -> Result<T, Error> {
-    response
-        .json()
-        .map_err(|e| error::undecodable(op, response.status, e))
+    request.call(host, op, describe)
 }
 
 /// iugu's error bodies: `{"errors": "Unauthorized"}` or, for validation,

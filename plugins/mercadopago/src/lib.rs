@@ -161,7 +161,9 @@ impl Adapter for MercadoPago {
         let http = Request::post(format!("{}/v1/payments", ctx.endpoint("api")?))
             .header("X-Idempotency-Key", &request.reference)
             .json(&body);
-        call(host, ctx, Op::Create, http)?.into_charge(Op::Create, &request.reference, now)
+        send(host, ctx, Op::Create, http)?
+            .decode::<MpPayment>(Op::Create)?
+            .into_charge(Op::Create, &request.reference, now)
     }
 
     fn query(
@@ -209,12 +211,7 @@ impl Adapter for MercadoPago {
         }
         // The notification says only which payment changed: ask Mercado Pago what it is now.
         let charge = fetch(host, ctx, &data_id)?.into_charge(Op::Read, "", time::now_unix())?;
-        Ok(vec![PaymentEvent {
-            reference: Some(charge.reference).filter(|r| !r.is_empty()),
-            psp_id: Some(charge.psp_id),
-            status: charge.status,
-            payment: charge.payment,
-        }])
+        Ok(vec![PaymentEvent::from(charge)])
     }
 
     fn cancel(
@@ -233,7 +230,9 @@ impl Adapter for MercadoPago {
             percent_encode(&id)
         );
         let http = Request::put(url).json(&json!({ "status": "cancelled" }));
-        call(host, ctx, Op::Change, http)?.into_charge(Op::Change, reference, time::now_unix())
+        send(host, ctx, Op::Change, http)?
+            .decode::<MpPayment>(Op::Change)?
+            .into_charge(Op::Change, reference, time::now_unix())
     }
 
     fn check_credentials(host: &dyn Host, ctx: &Context) -> Result<(), Error> {
@@ -249,16 +248,16 @@ fn date_of_expiration(unix: i64) -> String {
     format!("{}.000-03:00", local.trim_end_matches('Z'))
 }
 
-/// Sends with the access token; a refusal keeps Mercado Pago's `message` verbatim, with the
-/// first `cause` code (or `error`) as the code.
+/// Sends with the access token.
 fn send(host: &dyn Host, ctx: &Context, op: Op, request: Request) -> Result<Response, Error> {
-    let request = request.bearer(ctx.field("access-token")?);
-    let response = request
-        .send(host)
-        .map_err(|e| error::from_transport(op, &e))?;
-    if response.is_success() {
-        return Ok(response);
-    }
+    request
+        .bearer(ctx.field("access-token")?)
+        .call(host, op, describe)
+}
+
+/// A refusal keeps Mercado Pago's `message` verbatim, with the first `cause` code (or `error`)
+/// as the code.
+fn describe(status: u16, body: &[u8]) -> PspError {
     #[derive(Deserialize)]
     struct Body {
         message: String,
@@ -266,30 +265,22 @@ fn send(host: &dyn Host, ctx: &Context, op: Op, request: Request) -> Result<Resp
         #[serde(default)]
         cause: Value,
     }
-    let detail = match serde_json::from_slice::<Body>(&response.body) {
-        Ok(body) => {
-            let cause = body.cause.get(0).unwrap_or(&body.cause);
+    match serde_json::from_slice::<Body>(body) {
+        Ok(said) => {
+            let cause = said.cause.get(0).unwrap_or(&said.cause);
             let code = match &cause["code"] {
                 Value::String(s) => Some(s.clone()),
                 Value::Number(n) => Some(n.to_string()),
                 _ => None,
             };
             PspError {
-                message: body.message,
-                code: code.or(body.error),
+                message: said.message,
+                code: code.or(said.error),
                 http_status: None,
             }
         }
-        Err(_) => error::describe_body(response.status, &response.body),
-    };
-    Err(error::from_status(op, response.status, detail))
-}
-
-fn call(host: &dyn Host, ctx: &Context, op: Op, request: Request) -> Result<MpPayment, Error> {
-    let response = send(host, ctx, op, request)?;
-    response
-        .json()
-        .map_err(|e| error::undecodable(op, response.status, e))
+        Err(_) => error::describe_body(status, body),
+    }
 }
 
 fn fetch(host: &dyn Host, ctx: &Context, id: &str) -> Result<MpPayment, Error> {
@@ -298,7 +289,7 @@ fn fetch(host: &dyn Host, ctx: &Context, id: &str) -> Result<MpPayment, Error> {
         ctx.endpoint("api")?,
         percent_encode(id)
     );
-    call(host, ctx, Op::Read, Request::get(url))
+    send(host, ctx, Op::Read, Request::get(url))?.decode(Op::Read)
 }
 
 /// The payment created with `reference` (after an ambiguous create), newest first.
@@ -311,10 +302,7 @@ fn search(host: &dyn Host, ctx: &Context, reference: &str) -> Result<MpPayment, 
         .query("external_reference", reference)
         .query("sort", "date_created")
         .query("criteria", "desc");
-    let response = send(host, ctx, Op::Read, http)?;
-    let found: Found = response
-        .json()
-        .map_err(|e| error::undecodable(Op::Read, response.status, e))?;
+    let found: Found = send(host, ctx, Op::Read, http)?.decode(Op::Read)?;
     found.results.into_iter().next().ok_or_else(|| {
         Error::NotFound(PspError::new(format!(
             "Mercado Pago has no payment with external_reference {reference}"

@@ -205,24 +205,23 @@ fn public_key(ctx: &Context) -> Result<String, Error> {
         })
 }
 
-/// Sends with `Authorization: <AppID>`; a non-2xx answer keeps OpenPix's `{"error": "…"}`.
+/// Sends with `Authorization: <AppID>`.
 fn send(host: &dyn Host, ctx: &Context, op: Op, request: Request) -> Result<Response, Error> {
-    let response = request
+    request
         .header("authorization", ctx.field("app-id")?)
-        .send(host)
-        .map_err(|e| error::from_transport(op, &e))?;
-    if response.is_success() {
-        return Ok(response);
-    }
+        .call(host, op, describe)
+}
+
+/// A non-2xx answer keeps OpenPix's `{"error": "…"}`.
+fn describe(status: u16, body: &[u8]) -> PspError {
     #[derive(Deserialize)]
     struct Body {
         error: String,
     }
-    let detail = match serde_json::from_slice::<Body>(&response.body) {
-        Ok(body) => PspError::new(body.error),
-        Err(_) => error::describe_body(response.status, &response.body),
-    };
-    Err(error::from_status(op, response.status, detail))
+    match serde_json::from_slice::<Body>(body) {
+        Ok(said) => PspError::new(said.error),
+        Err(_) => error::describe_body(status, body),
+    }
 }
 
 /// `{charge: {...}}`, the answer of create and query.
@@ -231,9 +230,10 @@ fn charge_of(op: Op, response: &Response) -> Result<Charge, Error> {
     struct Answer {
         charge: OpenPixCharge,
     }
-    let unreadable = |e: String| error::undecodable(op, response.status, e);
-    let Answer { charge } = response.json().map_err(unreadable)?;
-    charge.into_charge().map_err(unreadable)
+    let Answer { charge } = response.decode(op)?;
+    charge
+        .into_charge()
+        .map_err(|e| error::undecodable(op, response.status, e))
 }
 
 /// A charge: the fields the gateway reads.

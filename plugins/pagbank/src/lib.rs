@@ -87,8 +87,7 @@ impl Adapter for PagBank {
         // preferring a paid order, else the latest.
         let get = Request::get(format!("{api}/orders")).query("reference_id", reference);
         let response = send(host, ctx, Op::Read, get)?;
-        let unreadable = |e: String| error::undecodable(Op::Read, response.status, e);
-        let Orders { mut orders } = response.json().map_err(unreadable)?;
+        let Orders { mut orders } = response.decode(Op::Read)?;
         let index = orders
             .iter()
             .position(Order::is_paid)
@@ -100,7 +99,7 @@ impl Adapter for PagBank {
         };
         order
             .into_charge(reference, time::now_unix())
-            .map_err(unreadable)
+            .map_err(|e| error::undecodable(Op::Read, response.status, e))
     }
 
     /// The order, POSTed to its notification URL. `x-authenticity-token`, when present, must be
@@ -140,30 +139,14 @@ impl Adapter for PagBank {
         if charge.status != ChargeStatus::Paid {
             return Ok(Vec::new());
         }
-        Ok(vec![PaymentEvent {
-            reference: Some(charge.reference).filter(|r| !r.is_empty()),
-            psp_id: Some(charge.psp_id),
-            status: charge.status,
-            payment: charge.payment,
-        }])
+        Ok(vec![PaymentEvent::from(charge)])
     }
 }
 
 /// Sends a request with the account's bearer token; a non-2xx answer becomes an error carrying
 /// PagBank's `error_messages`.
 fn send(host: &dyn Host, ctx: &Context, op: Op, request: Request) -> Result<Response, Error> {
-    let response = request
-        .bearer(ctx.field("token")?)
-        .send(host)
-        .map_err(|e| error::from_transport(op, &e))?;
-    if !response.is_success() {
-        return Err(error::from_status(
-            op,
-            response.status,
-            describe(response.status, &response.body),
-        ));
-    }
-    Ok(response)
+    request.bearer(ctx.field("token")?).call(host, op, describe)
 }
 
 /// `{"error_messages":[{code, description, parameter_name?}]}` → descriptions (each with its
@@ -209,11 +192,10 @@ fn describe(status: u16, body: &[u8]) -> PspError {
 
 /// The charge in an order answer; an answer we cannot read after a create is ambiguous.
 fn charge_of(op: Op, response: &Response, reference: &str) -> Result<Charge, Error> {
-    let unreadable = |e: String| error::undecodable(op, response.status, e);
-    let order: Order = response.json().map_err(unreadable)?;
+    let order: Order = response.decode(op)?;
     order
         .into_charge(reference, time::now_unix())
-        .map_err(unreadable)
+        .map_err(|e| error::undecodable(op, response.status, e))
 }
 
 /// RFC 3339 in Brasília time (`2026-01-02T09:00:00-03:00`), as PagBank writes its dates.

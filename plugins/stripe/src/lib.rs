@@ -174,7 +174,7 @@ impl Adapter for Stripe {
         let http = Request::post(format!("{}/payment_intents", base(ctx)?))
             .header("Idempotency-Key", &request.reference)
             .form(&form);
-        let intent = call(host, ctx, Op::Create, http)?;
+        let intent: Intent = send(host, ctx, Op::Create, http)?.decode(Op::Create)?;
         let id = intent.id.clone();
         let charge = intent.into_charge(&request.reference);
         if charge.status == ChargeStatus::Pending && charge.copy_paste.is_none() {
@@ -198,12 +198,8 @@ impl Adapter for Stripe {
         let intent = match psp_id {
             Some(id) => {
                 let url = format!("{}/payment_intents/{}", base(ctx)?, percent_encode(id));
-                call(
-                    host,
-                    ctx,
-                    Op::Read,
-                    Request::get(url).query("expand[]", "latest_charge"),
-                )?
+                let http = Request::get(url).query("expand[]", "latest_charge");
+                send(host, ctx, Op::Read, http)?.decode(Op::Read)?
             }
             None => search(host, ctx, reference)?,
         };
@@ -276,16 +272,16 @@ fn base(ctx: &Context) -> Result<String, Error> {
     Ok(format!("{}/v1", ctx.endpoint("api")?))
 }
 
-/// Sends with the secret key; a refusal keeps Stripe's `error.message` verbatim and its
-/// `code` (or `type` when it has none).
+/// Sends with the secret key.
 fn send(host: &dyn Host, ctx: &Context, op: Op, request: Request) -> Result<Response, Error> {
-    let request = request.bearer(ctx.field("secret-key")?);
-    let response = request
-        .send(host)
-        .map_err(|e| error::from_transport(op, &e))?;
-    if response.is_success() {
-        return Ok(response);
-    }
+    request
+        .bearer(ctx.field("secret-key")?)
+        .call(host, op, describe)
+}
+
+/// A refusal keeps Stripe's `error.message` verbatim and its `code` (or `type` when it has
+/// none).
+fn describe(status: u16, body: &[u8]) -> PspError {
     #[derive(Deserialize)]
     struct Body {
         error: Detail,
@@ -297,22 +293,14 @@ fn send(host: &dyn Host, ctx: &Context, op: Op, request: Request) -> Result<Resp
         #[serde(rename = "type")]
         kind: Option<String>,
     }
-    let detail = match serde_json::from_slice::<Body>(&response.body) {
+    match serde_json::from_slice::<Body>(body) {
         Ok(Body { error }) => PspError {
             message: error.message,
             code: error.code.or(error.kind),
             http_status: None,
         },
-        Err(_) => error::describe_body(response.status, &response.body),
-    };
-    Err(error::from_status(op, response.status, detail))
-}
-
-fn call(host: &dyn Host, ctx: &Context, op: Op, request: Request) -> Result<Intent, Error> {
-    let response = send(host, ctx, op, request)?;
-    response
-        .json()
-        .map_err(|e| error::undecodable(op, response.status, e))
+        Err(_) => error::describe_body(status, body),
+    }
 }
 
 /// The intent created with `reference`, through Stripe's search (after an ambiguous create).
@@ -325,10 +313,7 @@ fn search(host: &dyn Host, ctx: &Context, reference: &str) -> Result<Intent, Err
     let http = Request::get(format!("{}/payment_intents/search", base(ctx)?))
         .query("query", &format!("metadata['reference']:'{reference}'"))
         .query("expand[]", "data.latest_charge");
-    let response = send(host, ctx, Op::Read, http)?;
-    let found: Found = response
-        .json()
-        .map_err(|e| error::undecodable(Op::Read, response.status, e))?;
+    let found: Found = send(host, ctx, Op::Read, http)?.decode(Op::Read)?;
     found.data.into_iter().next().ok_or_else(|| {
         Error::NotFound(PspError::new(format!(
             "Stripe has no PaymentIntent with metadata.reference {reference}"
@@ -342,7 +327,7 @@ fn cancel_intent(host: &dyn Host, ctx: &Context, id: &str) -> Result<Intent, Err
         base(ctx)?,
         percent_encode(id)
     );
-    call(host, ctx, Op::Change, Request::post(url).form(&[]))
+    send(host, ctx, Op::Change, Request::post(url).form(&[]))?.decode(Op::Change)
 }
 
 /// `Stripe-Signature: t=<unix>,v1=<hex>[,v1=…]`: one `v1` must be the HMAC-SHA256 of
