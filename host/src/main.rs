@@ -409,6 +409,11 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     tracing::info!(%addr, "pixgw listening");
     // Tests and scripts read this line to learn the port when listening on port 0.
     println!("pixgw listening on http://{addr}");
+    // Answers go out at once: with Nagle's algorithm an answer written in two parts waits for
+    // the client's delayed ACK (40 ms on Linux).
+    let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
+        let _ = tcp.set_nodelay(true);
+    });
     axum::serve(listener, router)
         .with_graceful_shutdown(shutdown_signal())
         .await?;

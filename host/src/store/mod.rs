@@ -196,3 +196,33 @@ mod tests {
         assert_eq!(parse_rfc3339("yesterday"), None);
     }
 }
+
+#[cfg(test)]
+mod sqlite_settings {
+    use sqlx::Row;
+
+    /// Every pooled SQLite connection runs in WAL mode, waits for a busy writer, and syncs
+    /// at checkpoints rather than at every commit.
+    #[tokio::test]
+    async fn connections_get_the_pragmas() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = super::Store::connect(&format!("sqlite://{}/t.db", dir.path().display()))
+            .await
+            .unwrap();
+        let mut conn = store.pool().acquire().await.unwrap();
+        let get =
+            async |conn: &mut sqlx::pool::PoolConnection<sqlx::Any>, pragma: &str| -> String {
+                let row = sqlx::query(&format!("PRAGMA {pragma}"))
+                    .fetch_one(&mut **conn)
+                    .await
+                    .unwrap();
+                row.try_get::<String, _>(0)
+                    .or_else(|_| row.try_get::<i64, _>(0).map(|n| n.to_string()))
+                    .unwrap()
+            };
+        assert_eq!(get(&mut conn, "journal_mode").await, "wal");
+        assert_eq!(get(&mut conn, "synchronous").await, "1", "NORMAL");
+        assert_eq!(get(&mut conn, "busy_timeout").await, "10000");
+        assert_eq!(get(&mut conn, "foreign_keys").await, "1");
+    }
+}

@@ -129,6 +129,8 @@ async fn accept_loop(
             accepted = listener.accept() => {
                 while connections.try_join_next().is_some() {}
                 let Ok((tcp, _)) = accepted else { continue };
+                // Answers go out at once, not after the peer's delayed ACK (Nagle).
+                let _ = tcp.set_nodelay(true);
                 connections.spawn(serve_connection(tcp, acceptor.clone(), router.clone()));
             }
         }
