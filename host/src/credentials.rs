@@ -213,6 +213,28 @@ pub fn webhook_url(
     }
 }
 
+/// What the runtime needs of a credential: its fields opened, and the webhook URL the PSP
+/// should notify.
+pub fn runtime_credential(
+    adapter: &Adapter,
+    base_url: &str,
+    record: &CredentialRecord,
+    fields: BTreeMap<String, String>,
+    token: &str,
+) -> Credential {
+    Credential {
+        id: record.id.clone(),
+        environment: record.environment.into(),
+        fields,
+        webhook_url: Some(webhook_url(
+            base_url,
+            record,
+            token,
+            token_in_url(adapter.manifest()),
+        )),
+    }
+}
+
 /// Prepared credentials by (credential, its last update, adapter version): opening the vault
 /// and parsing the client certificate once, not on every charge.
 #[derive(Default)]
@@ -239,13 +261,7 @@ impl PreparedCache {
         let fields = open_fields(vault, record)?;
         let token =
             vault.open_string(&record.webhook_token_sealed, &webhook_token_aad(&record.id))?;
-        let url_token = token_in_url(adapter.manifest());
-        let credential = Credential {
-            id: record.id.clone(),
-            environment: record.environment.into(),
-            fields,
-            webhook_url: Some(webhook_url(base_url, record, &token, url_token)),
-        };
+        let credential = runtime_credential(adapter, base_url, record, fields, &token);
         let prepared = Arc::new(adapter.prepare(&credential));
         let mut entries = self.entries.lock();
         // Stale versions of this credential go; the map stays as small as the live credentials.
@@ -285,9 +301,7 @@ pub async fn rotate_all(
         }
     }
     // The adapters' cache is only a cache: rather than re-encrypt it, start it afresh.
-    sqlx::query("DELETE FROM adapter_cache")
-        .execute(store.pool())
-        .await?;
+    store.clear_adapter_cache().await?;
     Ok((records.len(), resealed))
 }
 

@@ -21,7 +21,7 @@ use crate::app::App;
 use crate::charges::Caller;
 use crate::credentials::{self, FieldError};
 use crate::domain::CredentialId;
-use crate::runtime::{self, CallError, Capabilities, Credential, PspError};
+use crate::runtime::{self, CallError, Capabilities, PspError};
 use crate::store::credentials::CredentialRecord;
 use crate::store::{now_ms, rfc3339};
 
@@ -191,18 +191,8 @@ async fn verify(
             message: None,
         });
     }
-    let url_token = credentials::token_in_url(adapter.manifest());
-    let credential = Credential {
-        id: record.id.clone(),
-        environment: record.environment.into(),
-        fields,
-        webhook_url: Some(credentials::webhook_url(
-            &app.config.base_url,
-            record,
-            token,
-            url_token,
-        )),
-    };
+    let credential =
+        credentials::runtime_credential(adapter, &app.config.base_url, record, fields, token);
     let prepared = adapter.prepare(&credential);
     match adapter
         .check_credentials(&prepared, &request_id::current())

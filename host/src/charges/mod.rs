@@ -8,8 +8,6 @@
 
 pub mod object;
 
-use std::collections::BTreeMap;
-
 use crate::app::App;
 use crate::domain::{Amount, BrCode, ChargeId, Document, Email, Environment, Reference};
 use crate::runtime::{self, CallError, PspError};
@@ -377,11 +375,17 @@ impl App {
         };
         update.qr_png_base64 = match psp.qr_png_base64.filter(|b| !b.is_empty()) {
             Some(png) => Some(png),
-            None => Some(
-                crate::domain::qr_png_base64(copy_paste.as_str()).map_err(|e| {
+            None => {
+                // Drawing and PNG-encoding is CPU work: keep it off the async workers.
+                let code = copy_paste.as_str().to_owned();
+                let drawn =
+                    tokio::task::spawn_blocking(move || crate::domain::qr_png_base64(&code))
+                        .await
+                        .map_err(|e| unusable(format!("drawing its QR code failed: {e}")))?;
+                Some(drawn.map_err(|e| {
                     unusable(format!("its copy-and-paste code cannot be drawn: {e}"))
-                })?,
-            ),
+                })?)
+            }
         };
         update.copy_paste = Some(copy_paste.as_str().to_owned());
         update.expires_at = psp
@@ -574,18 +578,3 @@ pub(crate) fn nothing_created(error: &CallError) -> bool {
 pub const MAX_METADATA_KEYS: usize = 20;
 pub const MAX_METADATA_KEY_LEN: usize = 40;
 pub const MAX_METADATA_VALUE_LEN: usize = 500;
-
-/// A charge's fields as a JSON object of strings, for the payer echo.
-pub fn payer_json(charge: &ChargeRecord) -> Option<BTreeMap<&'static str, String>> {
-    let mut payer = BTreeMap::new();
-    if let Some(v) = &charge.payer_email {
-        payer.insert("email", v.clone());
-    }
-    if let Some(v) = &charge.payer_name {
-        payer.insert("name", v.clone());
-    }
-    if let Some(v) = &charge.payer_document {
-        payer.insert("document", v.clone());
-    }
-    (!payer.is_empty()).then_some(payer)
-}

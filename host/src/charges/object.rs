@@ -3,7 +3,6 @@
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use super::payer_json;
 use crate::store::charges::ChargeRecord;
 use crate::store::rfc3339;
 
@@ -67,7 +66,9 @@ pub struct ChargeObject {
 
 impl From<&ChargeRecord> for ChargeObject {
     fn from(c: &ChargeRecord) -> Self {
-        let payer = payer_json(c).map(|_| PayerSchema {
+        let has_payer =
+            c.payer_email.is_some() || c.payer_name.is_some() || c.payer_document.is_some();
+        let payer = has_payer.then(|| PayerSchema {
             email: c.payer_email.clone(),
             name: c.payer_name.clone(),
             document: c.payer_document.clone(),

@@ -82,6 +82,14 @@ impl DurableCache for StoreCache {
 }
 
 impl Store {
+    /// Forgets every entry: after a vault rotation, when they are sealed under the old key.
+    pub async fn clear_adapter_cache(&self) -> Result<(), super::StoreError> {
+        sqlx::query("DELETE FROM adapter_cache")
+            .execute(self.pool())
+            .await?;
+        Ok(())
+    }
+
     /// Deletes expired adapter cache entries.
     pub async fn sweep_adapter_cache(&self) -> Result<u64, super::StoreError> {
         Ok(

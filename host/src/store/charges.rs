@@ -263,14 +263,14 @@ impl Store {
             .join(", ");
         let now = super::now_ms();
         let mut tx = self.pool().begin().await?;
-        let done = sqlx::query(&format!(
+        let row = sqlx::query(&format!(
             "UPDATE charges SET status = $1, updated_at = $2, \
                psp_id = COALESCE($3, psp_id), copy_paste = COALESCE($4, copy_paste), \
                qr_png_base64 = COALESCE($5, qr_png_base64), expires_at = COALESCE($6, expires_at), \
                paid_at = COALESCE($7, paid_at), end_to_end_id = COALESCE($8, end_to_end_id), \
                amount_paid = COALESCE($9, amount_paid), \
                next_check_at = CASE WHEN $11 = 1 THEN $12 ELSE next_check_at END \
-             WHERE id = $10 AND status IN ({from_list})"
+             WHERE id = $10 AND status IN ({from_list}) RETURNING {COLUMNS}"
         ))
         .bind(to.as_str())
         .bind(now)
@@ -284,16 +284,12 @@ impl Store {
         .bind(id)
         .bind(i64::from(update.next_check_at.is_some()))
         .bind(update.next_check_at.flatten())
-        .execute(&mut *tx)
+        .fetch_optional(&mut *tx)
         .await?;
-        if done.rows_affected() == 0 {
+        let Some(row) = row else {
             tx.rollback().await?;
             return Ok(None);
-        }
-        let row = sqlx::query(&format!("SELECT {COLUMNS} FROM charges WHERE id = $1"))
-            .bind(id)
-            .fetch_one(&mut *tx)
-            .await?;
+        };
         let charge = record_of(&row)?;
         if let Some(emit) = emit {
             super::events::insert_event(&mut tx, &emit(&charge)).await?;
