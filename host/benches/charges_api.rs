@@ -145,6 +145,7 @@ fn bench(c: &mut Criterion) {
                 ("PIXGW_RATE_LIMIT".into(), "0".into()),
                 ("PIXGW_RECONCILE_SCHEDULE".into(), "1h".into()),
             ],
+            ..Default::default()
         };
         let gw = Gateway::start(&db, &sim, &["efi"], options).await;
         gw.connect(&sim, &merchant.test_key, "efi", &[]).await;

@@ -1,8 +1,9 @@
 //! Every PSP adapter through the real gateway and its simulator: connect (with the webhook
 //! registered at the PSP, or configured there as a merchant would in the PSP's dashboard),
 //! create, read, pay at the simulator → the PSP's notification → `paid`, and cancel where the
-//! PSP can. Then the credential failures every PSP shares: a wrong secret and the wrong
-//! environment's key each give a 502 with the PSP's own message and the hint.
+//! PSP can. Then the failures every PSP shares — a wrong secret, an untrusted certificate, the
+//! other environment's account or charge — each with the PSP's own message and the hint; the
+//! central-bank PSPs are simulated with homologation and production apart.
 
 mod common;
 
@@ -38,6 +39,7 @@ fn options() -> GatewayOptions {
             // Only the PSPs' notifications may move charges here.
             ("PIXGW_RECONCILE_SCHEDULE".into(), "1h".into()),
         ],
+        ..Default::default()
     }
 }
 
@@ -407,10 +409,9 @@ const CENTRAL_BANK: [&str; 7] = [
     "bradesco",
 ];
 
-/// The central-bank PSPs: the webhook registered on save (at the PSP and on the credential), a
-/// certificate the PSP does not trust, and a charge the PSP does not know (what the other
-/// environment's credentials meet) — each a 502 with the PSP's words and the hint.
-async fn central_bank_registration_certificates_and_unknown_charges(backend: Backend) {
+/// The central-bank PSPs: the webhook registered on save (at the PSP and on the credential), and
+/// a certificate the PSP does not trust — a 502 with the PSP's words and the certificate hint.
+async fn central_bank_registration_and_certificates(backend: Backend) {
     let sim = start_sim().await;
     let db = TestDb::new(backend).await;
     let gw = Gateway::start(&db, &sim, &CENTRAL_BANK, options()).await;
@@ -430,33 +431,6 @@ async fn central_bank_registration_certificates_and_unknown_charges(backend: Bac
                 .iter()
                 .any(|w| w["webhookUrl"] == credential["webhook"]["url"]),
             "{provider}: {registered}"
-        );
-
-        // A charge the PSP does not know.
-        let (status, charge) = gw
-            .post("/v1/charges", &m.test_key, charge_body(provider))
-            .await;
-        assert_eq!(status, 201, "{provider}: {charge}");
-        sim_control(&sim, "/_sim/reset", Some(json!({}))).await;
-        let id = charge["id"].as_str().unwrap();
-        let (status, e) = gw
-            .post(&format!("/v1/charges/{id}/cancel"), &m.test_key, json!({}))
-            .await;
-        assert_eq!(status, 502, "{provider}: {e}");
-        assert_eq!(
-            e["error"]["code"], "psp_resource_not_found",
-            "{provider}: {e}"
-        );
-        assert!(
-            !e["error"]["psp_message"]
-                .as_str()
-                .unwrap_or_default()
-                .is_empty(),
-            "{provider}: {e}"
-        );
-        assert!(
-            e["error"]["hint"].as_str().unwrap().contains("environment"),
-            "{provider}: {e}"
         );
 
         // A certificate from a CA the PSP does not trust.
@@ -491,4 +465,202 @@ async fn central_bank_registration_certificates_and_unknown_charges(backend: Bac
         );
     }
 }
-both_backends!(central_bank_registration_certificates_and_unknown_charges);
+both_backends!(central_bank_registration_and_certificates);
+
+/// Saves `account` as a `provider` credential for `key`; returns (status, body).
+async fn save_account(
+    gw: &Gateway,
+    key: &str,
+    provider: &str,
+    account: &std::collections::BTreeMap<String, String>,
+) -> (u16, Value) {
+    gw.post(
+        "/v1/credentials",
+        key,
+        json!({"provider": provider, "fields": account}),
+    )
+    .await
+}
+
+/// Test and live are the PSP's homologation and production, apart as at the PSP: each
+/// environment's account works only at its own hosts, charges and notifications stay in their
+/// environment, and a charge asked of the other environment is unknown there.
+async fn central_bank_environments_are_apart(backend: Backend) {
+    let sim = start_sim().await;
+    let db = TestDb::new(backend).await;
+    let gw = Gateway::start(&db, &sim, &CENTRAL_BANK, options()).await;
+    let mut test_charges = Vec::new();
+    for provider in CENTRAL_BANK {
+        let info = sim.provider(provider).unwrap();
+        let (homologation, production) =
+            (&info.credentials, info.live_credentials.as_ref().unwrap());
+        let m = create_merchant(&db, provider);
+
+        // Test and live mixed: the PSP's OAuth refusal, in its words, and nothing saved.
+        for (key, account, environment) in [
+            (&m.live_key, homologation, "production"),
+            (&m.test_key, production, "sandbox (homologation)"),
+        ] {
+            let (status, e) = save_account(&gw, key, provider, account).await;
+            assert_eq!(status, 422, "{provider}: {e}");
+            assert_eq!(
+                e["error"]["code"], "psp_authentication_failed",
+                "{provider}: {e}"
+            );
+            let expected = if provider == "efi" {
+                "Invalid or inactive credentials"
+            } else {
+                "Credenciais do cliente inválidas ou inativas"
+            };
+            assert_eq!(e["error"]["psp_message"], expected, "{provider}: {e}");
+            let hint = e["error"]["hint"].as_str().unwrap();
+            assert!(hint.contains(environment), "{provider}: {hint}");
+            let (_, listed) = gw.get("/v1/credentials", key).await;
+            assert_eq!(listed["data"], json!([]), "{provider}");
+        }
+
+        // Each environment with its own account.
+        let (status, live) = save_account(&gw, &m.live_key, provider, production).await;
+        assert_eq!(status, 201, "{provider}: {live}");
+        assert_eq!(live["verification"]["status"], "ok", "{provider}: {live}");
+        assert_eq!(
+            live["webhook"]["registration"]["status"], "registered",
+            "{provider}: {live}"
+        );
+        let (status, test) = save_account(&gw, &m.test_key, provider, homologation).await;
+        assert_eq!(status, 201, "{provider}: {test}");
+        let webhooks =
+            sim_control(&sim, &format!("/_sim/webhooks?provider={provider}"), None).await;
+        let registered_in = |credential: &Value| -> Vec<Value> {
+            webhooks
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|w| w["webhookUrl"] == credential["webhook"]["url"])
+                .map(|w| w["environment"].clone())
+                .collect()
+        };
+        assert_eq!(
+            registered_in(&live),
+            [json!("production")],
+            "{provider}: {webhooks}"
+        );
+        assert_eq!(
+            registered_in(&test),
+            [json!("homologation")],
+            "{provider}: {webhooks}"
+        );
+
+        // New fields are tried before they replace the old: the production account pasted into
+        // the test credential is refused, and the test charge below still goes through.
+        let path = format!("/v1/credentials/{}", test["id"].as_str().unwrap());
+        let (status, e) = gw
+            .send(
+                gw.request(reqwest::Method::PATCH, &path, Some(&m.test_key))
+                    .json(&json!({"fields": production})),
+            )
+            .await;
+        assert_eq!(status, 422, "{provider}: {e}");
+        assert_eq!(
+            e["error"]["code"], "psp_authentication_failed",
+            "{provider}: {e}"
+        );
+
+        // A live charge is created, paid and notified in production.
+        let (status, charge) = gw
+            .post("/v1/charges", &m.live_key, charge_body(provider))
+            .await;
+        assert_eq!(status, 201, "{provider}: {charge}");
+        assert_eq!(charge["livemode"], true, "{provider}: {charge}");
+        let at_psp = sim_control(&sim, &format!("/_sim/charges?provider={provider}"), None).await;
+        let environment_of = |reference: &Value| {
+            at_psp
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|c| &c["reference"] == reference)
+                .map(|c| c["environment"].clone())
+        };
+        assert_eq!(
+            environment_of(&charge["reference"]),
+            Some(json!("production")),
+            "{provider}: {at_psp}"
+        );
+        sim_control(
+            &sim,
+            "/_sim/pay",
+            Some(json!({"provider": provider, "reference": charge["reference"]})),
+        )
+        .await;
+        let id = charge["id"].as_str().unwrap().to_owned();
+        poll(
+            std::time::Duration::from_secs(20),
+            &format!("{provider}: live charge paid by production's notification"),
+            async || {
+                let (_, c) = gw.get(&format!("/v1/charges/{id}"), &m.live_key).await;
+                (c["status"] == "paid").then_some(c)
+            },
+        )
+        .await;
+
+        let (status, charge) = gw
+            .post("/v1/charges", &m.test_key, charge_body(provider))
+            .await;
+        assert_eq!(status, 201, "{provider}: {charge}");
+        test_charges.push((provider, m, test["id"].clone(), charge));
+    }
+
+    // The operator points test traffic at production's hosts, and the merchant, seeing the
+    // sandbox account refused there, pastes the production account into the test credential.
+    // The test charges were created in homologation: production does not know them.
+    gw.kill().await;
+    let mut to_production = options();
+    for provider in CENTRAL_BANK {
+        let info = sim.provider(provider).unwrap();
+        for (endpoint, url) in &info.live_endpoints {
+            to_production
+                .endpoint_overrides
+                .push(format!("{provider}.{endpoint}.test={url}"));
+        }
+    }
+    let gw = Gateway::start(&db, &sim, &CENTRAL_BANK, to_production).await;
+    for (provider, m, credential, charge) in test_charges {
+        let info = sim.provider(provider).unwrap();
+        let path = format!("/v1/credentials/{}", credential.as_str().unwrap());
+        let (status, patched) = gw
+            .send(
+                gw.request(reqwest::Method::PATCH, &path, Some(&m.test_key))
+                    .json(&json!({"fields": info.live_credentials.unwrap()})),
+            )
+            .await;
+        assert_eq!(status, 200, "{provider}: {patched}");
+        assert_eq!(
+            patched["verification"]["status"], "ok",
+            "{provider}: {patched}"
+        );
+        let id = charge["id"].as_str().unwrap();
+        let (status, e) = gw
+            .post(&format!("/v1/charges/{id}/cancel"), &m.test_key, json!({}))
+            .await;
+        assert_eq!(status, 502, "{provider}: {e}");
+        assert_eq!(
+            e["error"]["code"], "psp_resource_not_found",
+            "{provider}: {e}"
+        );
+        // The PSP's words: Efí's `mensagem`, BB's `erros`, the others' problem title and detail.
+        let psp_message = e["error"]["psp_message"].as_str().unwrap();
+        assert!(
+            psp_message.ends_with("Nenhuma cobrança encontrada para o txid informado"),
+            "{provider}: {e}"
+        );
+        let hint = e["error"]["hint"].as_str().unwrap();
+        assert!(
+            hint.contains("other environment") && hint.contains("sandbox (homologation)"),
+            "{provider}: {hint}"
+        );
+        // Nothing moved on the gateway's side.
+        let (_, read) = gw.get(&format!("/v1/charges/{id}"), &m.test_key).await;
+        assert_eq!(read["status"], "pending", "{provider}: {read}");
+    }
+}
+both_backends!(central_bank_environments_are_apart);

@@ -283,6 +283,7 @@ async fn requests_over_the_rate_get_429(backend: Backend) {
     let m = create_merchant(&db, "Loja A");
     let options = GatewayOptions {
         env: vec![("PIXGW_RATE_LIMIT".into(), "2".into())],
+        ..Default::default()
     };
     let gw = Gateway::start(&db, &sim, &["efi"], options).await;
     // 20 requests: at most 4 (the burst) plus what refills at 2 per second pass.

@@ -607,6 +607,7 @@ async fn vault_at_rest(backend: Backend) {
     let new_key = "ICEiIyQlJicoKSorLC0uLzAxMjM0NTY3ODk6Ozw9Pj8=";
     let with_key = |k: &str| GatewayOptions {
         env: vec![("PIXGW_MASTER_KEY".into(), k.into())],
+        ..Default::default()
     };
     let gw = Gateway::start(&db, &sim, &["efi"], with_key(old_key)).await;
     gw.connect(&sim, &m.test_key, "efi", &[]).await;

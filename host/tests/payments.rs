@@ -121,7 +121,10 @@ fn options(extra: &[(&str, &str)]) -> GatewayOptions {
         env.retain(|(key, _)| key != k);
         env.push((k.to_string(), v.to_string()));
     }
-    GatewayOptions { env }
+    GatewayOptions {
+        env,
+        ..Default::default()
+    }
 }
 
 struct Shop {

@@ -20,6 +20,7 @@ fn options() -> GatewayOptions {
             // The soak injects many failures: keep every PSP in the rotation.
             ("PIXGW_BREAKER_THRESHOLD".into(), "1000000".into()),
         ],
+        ..Default::default()
     }
 }
 

@@ -172,19 +172,13 @@ fn demo() -> anyhow::Result<()> {
             .context("psp-sim info lacks ca_pem")?,
     )?;
 
-    // Point every adapter the simulator knows at the simulator.
-    let mut overrides = Vec::new();
-    for (provider, p) in info["providers"]
-        .as_object()
-        .context("psp-sim info lacks providers")?
-    {
-        for (endpoint, url) in p["endpoints"].as_object().into_iter().flatten() {
-            overrides.push(format!(
-                "{provider}.{endpoint}={}",
-                url.as_str().unwrap_or_default()
-            ));
-        }
-    }
+    // Point every adapter the simulator knows at the simulator, each environment at its hosts.
+    let overrides: Vec<&str> = info["endpoint_overrides"]
+        .as_array()
+        .context("psp-sim info lacks endpoint_overrides")?
+        .iter()
+        .filter_map(|o| o.as_str())
+        .collect();
     // A fresh database each run: the simulator's test accounts are new each start too.
     let data_dir = demo_dir.join("data");
     let _ = std::fs::remove_dir_all(&data_dir);

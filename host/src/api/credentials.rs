@@ -94,13 +94,7 @@ async fn object_of(
     verification: Option<Verification>,
 ) -> Result<CredentialObject, ApiError> {
     let registration = app.store.webhook_registration(&record.id).await?;
-    let token = app
-        .vault
-        .open_string(
-            &record.webhook_token_sealed,
-            &credentials::webhook_token_aad(&record.id),
-        )
-        .map_err(|e| ApiError::internal(format!("vault: {e}")))?;
+    let token = webhook_token(app, record)?;
     let adapter = app.runtime.adapter(&record.provider);
     let header = adapter
         .as_ref()
@@ -170,6 +164,19 @@ fn position_param(body: &mut JsonObject) -> Result<Option<i64>, ApiError> {
         )),
         p => Ok(p),
     }
+}
+
+/// The token in the credential's webhook URL, out of the vault.
+fn webhook_token(
+    app: &App,
+    record: &CredentialRecord,
+) -> Result<zeroize::Zeroizing<String>, ApiError> {
+    app.vault
+        .open_string(
+            &record.webhook_token_sealed,
+            &credentials::webhook_token_aad(&record.id),
+        )
+        .map_err(|e| ApiError::internal(format!("vault: {e}")))
 }
 
 /// Tries the credential at the PSP when the adapter can. A refusal of the credential itself is
@@ -391,10 +398,12 @@ pub async fn read(
 }
 
 /// Change a credential's label, order, active flag or fields (omitted fields keep their value).
+/// New fields are tried at the PSP first, as on create, unless `verify` is false.
 #[utoipa::path(patch, path = "/v1/credentials/{id}", tag = "credentials",
     params(("id" = String, Path, description = "`cred_…`")),
-    request_body(content = serde_json::Value, description = "`{label?, active?, position?, route_limit?, fields?, register_webhook?}`"),
-    responses((status = 200, body = CredentialObject), (status = 400, body = ErrorResponse), (status = 401, body = ErrorResponse), (status = 404, body = ErrorResponse)),
+    request_body(content = serde_json::Value, description = "`{label?, active?, position?, route_limit?, fields?, verify?: bool (default true: try new fields at the PSP before saving them), register_webhook?}`"),
+    responses((status = 200, body = CredentialObject), (status = 400, body = ErrorResponse), (status = 401, body = ErrorResponse), (status = 404, body = ErrorResponse),
+        (status = 422, description = "The PSP refused the new fields, which were not saved; `psp_message` and `hint`", body = ErrorResponse)),
     security(("api_key" = [])))]
 pub async fn update(
     State(app): State<Arc<App>>,
@@ -416,9 +425,11 @@ pub async fn update(
         record.route_limit = route_limit;
     }
     let fields = fields_param(&mut body)?;
+    let verify_on_save = body.boolean("verify")?.unwrap_or(true);
     let register_webhook = body.boolean("register_webhook")?;
     body.finish()?;
     let fields_changed = fields.is_some();
+    let mut verification = None;
     if let Some(fields) = fields {
         let adapter = app.runtime.adapter(&record.provider).ok_or_else(|| {
             ApiError::bad_request(
@@ -438,6 +449,10 @@ pub async fn update(
             Some(&existing),
         )
         .map_err(field_error)?;
+        if verify_on_save {
+            let token = webhook_token(&app, &record)?;
+            verification = Some(verify(&app, &adapter, &record, merged.clone(), &token).await?);
+        }
         (record.public_fields, record.sealed_fields) =
             credentials::seal(&app.vault, adapter.manifest(), &record.id, &merged);
     }
@@ -449,7 +464,7 @@ pub async fn update(
     if register_again && let Some(adapter) = app.runtime.adapter(&record.provider) {
         register(&app, &adapter, &record, true).await?;
     }
-    Ok(Json(object_of(&app, &record, None).await?))
+    Ok(Json(object_of(&app, &record, verification).await?))
 }
 
 /// Remove a credential: no new charge uses it; its charges keep their history.

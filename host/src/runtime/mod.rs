@@ -19,7 +19,6 @@ pub mod outbound;
 pub mod registry;
 pub mod watcher;
 
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::SystemTime;
@@ -254,13 +253,6 @@ impl Runtime {
         manifest: &Manifest,
         environment: Environment,
     ) -> Vec<ResolvedEndpoint> {
-        let overrides: HashMap<&str, &str> = self
-            .config
-            .endpoint_overrides
-            .iter()
-            .filter(|o| o.provider == manifest.id && o.environment.is_none_or(|e| e == environment))
-            .map(|o| (o.endpoint.as_str(), o.url.as_str()))
-            .collect();
         manifest
             .endpoints
             .iter()
@@ -269,7 +261,13 @@ impl Runtime {
                     Environment::Test => &e.test_url,
                     Environment::Live => &e.live_url,
                 };
-                let url = overrides.get(e.name.as_str()).copied().unwrap_or(default);
+                let url = endpoint_override(
+                    &self.config.endpoint_overrides,
+                    &manifest.id,
+                    &e.name,
+                    environment,
+                )
+                .unwrap_or(default);
                 ResolvedEndpoint {
                     name: e.name.clone(),
                     url: url.trim_end_matches('/').to_owned(),
@@ -277,6 +275,23 @@ impl Runtime {
             })
             .collect()
     }
+}
+
+/// The operator's URL for one adapter endpoint in `environment`: an override for this
+/// environment beats one for both, whatever their order; among equals the last given wins.
+fn endpoint_override<'a>(
+    overrides: &'a [EndpointOverride],
+    provider: &str,
+    endpoint: &str,
+    environment: Environment,
+) -> Option<&'a str> {
+    overrides
+        .iter()
+        .filter(|o| o.provider == provider && o.endpoint == endpoint)
+        .filter(|o| o.environment.is_none_or(|e| e == environment))
+        // `max_by_key` keeps the last of equal keys.
+        .max_by_key(|o| o.environment.is_some())
+        .map(|o| o.url.as_str())
 }
 
 /// A handle on the adapter version serving a provider at the time it was taken.
@@ -418,5 +433,40 @@ impl Adapter {
                 })
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn o(endpoint: &str, environment: Option<Environment>, url: &str) -> EndpointOverride {
+        EndpointOverride {
+            provider: "efi".into(),
+            endpoint: endpoint.into(),
+            environment,
+            url: url.into(),
+        }
+    }
+
+    #[test]
+    fn an_environments_override_beats_one_for_both_in_any_order() {
+        let overrides = [
+            o("api", Some(Environment::Test), "https://hml"),
+            o("api", None, "https://both"),
+            o("api", Some(Environment::Live), "https://prod-1"),
+            o("api", Some(Environment::Live), "https://prod-2"),
+            o("oauth", None, "https://oauth"),
+        ];
+        let at =
+            |endpoint, environment| endpoint_override(&overrides, "efi", endpoint, environment);
+        assert_eq!(at("api", Environment::Test), Some("https://hml"));
+        assert_eq!(at("api", Environment::Live), Some("https://prod-2"));
+        assert_eq!(at("oauth", Environment::Live), Some("https://oauth"));
+        assert_eq!(at("qr", Environment::Live), None);
+        assert_eq!(
+            endpoint_override(&overrides, "bb", "api", Environment::Test),
+            None
+        );
     }
 }

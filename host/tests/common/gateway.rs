@@ -176,6 +176,8 @@ pub struct Gateway {
 #[derive(Default, Clone)]
 pub struct GatewayOptions {
     pub env: Vec<(String, String)>,
+    /// `provider.endpoint[.test|.live]=url` after the simulator's own, so they win.
+    pub endpoint_overrides: Vec<String>,
 }
 
 impl Gateway {
@@ -215,16 +217,8 @@ impl Gateway {
         if let Some(sim) = sim {
             let ca = db.dir.path().join("sim-ca.pem");
             std::fs::write(&ca, sim.ca_pem()).unwrap();
-            let overrides: Vec<String> = sim
-                .info()
-                .providers
-                .iter()
-                .flat_map(|(p, info)| {
-                    info.endpoints
-                        .iter()
-                        .map(move |(e, url)| format!("{p}.{e}={url}"))
-                })
-                .collect();
+            let mut overrides = sim.info().endpoint_overrides;
+            overrides.extend(options.endpoint_overrides.iter().cloned());
             child
                 .arg("--trusted-ca")
                 .arg(&ca)

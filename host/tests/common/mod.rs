@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use pixgw::runtime::{
-    ChargeRequest, Credential, EndpointOverride, Environment, Limits, Payer, Runtime, RuntimeConfig,
+    ChargeRequest, Credential, Environment, Limits, Payer, Runtime, RuntimeConfig,
 };
 
 pub fn workspace() -> PathBuf {
@@ -63,16 +63,9 @@ pub async fn runtime_with(ids: &[&str], limits: Limits, sim: Option<&psp_sim::Si
     };
     if let Some(sim) = sim {
         config.trusted_ca_pem.push(sim.ca_pem());
-        for (provider, info) in sim.info().providers {
-            for (endpoint, url) in info.endpoints {
-                config.endpoint_overrides.push(EndpointOverride {
-                    provider: provider.clone(),
-                    endpoint,
-                    environment: None,
-                    url,
-                });
-            }
-        }
+        config.endpoint_overrides =
+            pixgw::config::parse_endpoint_overrides(&sim.info().endpoint_overrides.join(","))
+                .unwrap();
     }
     let runtime = Runtime::new(config).unwrap();
     for result in runtime.load_all().await {

@@ -244,11 +244,23 @@ pub fn oauth_body(err: &ApiError) -> Response {
         .into_response()
 }
 
+/// The standard's `title` of each problem type (bacen/pix-api); the `detail` says the rest.
+fn problem_title(problem: &str) -> &'static str {
+    match problem {
+        "CobOperacaoInvalida" => "Cobrança inválida.",
+        "WebhookOperacaoInvalida" => "Webhook inválido.",
+        "NaoEncontrado" => "Não Encontrado",
+        "AcessoNegado" => "Acesso Negado",
+        "ServicoIndisponivel" => "Serviço Indisponível",
+        _ => "Erro Interno do Servidor",
+    }
+}
+
 /// RFC 7807 `application/problem+json` as the central-bank API defines it.
 pub fn problem_body(err: &ApiError) -> Response {
     let mut body = json!({
         "type": format!("https://pix.bcb.gov.br/api/v2/error/{}", err.problem),
-        "title": err.problem,
+        "title": problem_title(err.problem),
         "status": err.status.as_u16(),
         "detail": err.message,
     });
@@ -368,16 +380,77 @@ struct Store {
     webhooks: BTreeMap<String, Webhook>,
 }
 
-/// One central-bank PSP: its parameters, test account and state.
+/// Which of a PSP's two environments a host serves. Each has its own hosts, accounts, tokens,
+/// charges and webhooks, as at the real PSPs: homologation credentials are refused by
+/// production's token endpoint, and a txid of one environment is unknown to the other.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Side {
+    Homologation,
+    Production,
+}
+
+impl Side {
+    fn as_str(self) -> &'static str {
+        match self {
+            Side::Homologation => "homologation",
+            Side::Production => "production",
+        }
+    }
+}
+
+/// One central-bank PSP: a homologation host (the test account tests use) and a production
+/// host (its own account), sharing the PSP's parameters, faults and request log.
 pub struct CentralBank {
-    params: &'static Params,
-    common: Arc<Common>,
-    account: Account,
-    store: Mutex<Store>,
+    homologation: Arc<Host>,
+    production: Arc<Host>,
 }
 
 impl CentralBank {
     pub fn new(params: &'static Params, common: Arc<Common>) -> anyhow::Result<Arc<CentralBank>> {
+        Ok(Arc::new(CentralBank {
+            homologation: Host::new(params, common.clone(), Side::Homologation)?,
+            production: Host::new(params, common, Side::Production)?,
+        }))
+    }
+
+    fn hosts(&self) -> [&Arc<Host>; 2] {
+        [&self.homologation, &self.production]
+    }
+
+    /// Runs `f` on the host that holds the selected charge.
+    fn on_charge<T>(
+        &self,
+        sel: &ChargeSelector,
+        f: impl Fn(&Host) -> Result<T, ControlError>,
+    ) -> Result<T, ControlError> {
+        match f(&self.homologation) {
+            Err(ControlError::NotFound(_)) => f(&self.production),
+            other => other,
+        }
+        .map_err(|err| match err {
+            ControlError::NotFound(_) => ControlError::NotFound(format!(
+                "no charge with txid {} in either environment",
+                sel.psp_id
+                    .as_deref()
+                    .or(sel.reference.as_deref())
+                    .unwrap_or_default()
+            )),
+            other => other,
+        })
+    }
+}
+
+/// One environment of a central-bank PSP: its account and state.
+struct Host {
+    params: &'static Params,
+    common: Arc<Common>,
+    side: Side,
+    account: Account,
+    store: Mutex<Store>,
+}
+
+impl Host {
+    fn new(params: &'static Params, common: Arc<Common>, side: Side) -> anyhow::Result<Arc<Host>> {
         let client_id = format!("{}{}", params.client_id_prefix, random_hex(40));
         let identity = common.client_ca.issue_client(&client_id)?;
         let account = Account {
@@ -387,9 +460,10 @@ impl CentralBank {
             app_key: random_hex(32),
             client_id,
         };
-        Ok(Arc::new(CentralBank {
+        Ok(Arc::new(Host {
             params,
             common,
+            side,
             account,
             store: Mutex::default(),
         }))
@@ -408,6 +482,7 @@ impl CentralBank {
 
     fn sim_view(&self, cob: &Cob) -> Value {
         json!({
+            "environment": self.side.as_str(),
             "reference": cob.txid,
             "psp_id": cob.txid,
             "amount": cob.centavos,
@@ -741,7 +816,7 @@ fn end_to_end_id(ispb: &str) -> String {
 
 // ---- HTTP handlers ----
 
-type Cb = State<Arc<CentralBank>>;
+type Cb = State<Arc<Host>>;
 
 async fn token(
     State(cb): Cb,
@@ -909,7 +984,7 @@ async fn post_cob(
 }
 
 async fn create_cob(
-    cb: Arc<CentralBank>,
+    cb: Arc<Host>,
     peer: PeerCert,
     kill: ConnKill,
     request_id: RequestId,
@@ -1097,7 +1172,7 @@ async fn loc_qrcode(
     }
 }
 
-fn check_key(cb: &CentralBank, chave: &str) -> Result<(), ApiError> {
+fn check_key(cb: &Host, chave: &str) -> Result<(), ApiError> {
     if chave != cb.account.pix_key {
         return Err(ApiError::new(
             StatusCode::BAD_REQUEST,
@@ -1284,7 +1359,8 @@ async fn not_found(State(cb): Cb) -> Response {
     ))
 }
 
-impl Psp for CentralBank {
+/// What the control API and the listeners need of one environment.
+impl Host {
     fn credentials(&self) -> BTreeMap<String, String> {
         let f = &self.params.fields;
         let a = &self.account;
@@ -1345,6 +1421,7 @@ impl Psp for CentralBank {
                     name,
                     router: token_route.fallback(not_found).with_state(self.clone()),
                     mtls: true,
+                    live: self.side == Side::Production,
                 });
                 cob
             }
@@ -1353,15 +1430,12 @@ impl Psp for CentralBank {
             0,
             EndpointSpec {
                 name: "api",
+                live: self.side == Side::Production,
                 router: api_router.fallback(not_found).with_state(self),
                 mtls: true,
             },
         );
         specs
-    }
-
-    fn generic_error(&self, status: StatusCode) -> Response {
-        self.fail(ApiError::generic(status))
     }
 
     fn charges(&self) -> Vec<Value> {
@@ -1377,6 +1451,7 @@ impl Psp for CentralBank {
             .map(|w| {
                 let mut v = webhook_json(w);
                 v["headers"] = json!(w.headers);
+                v["environment"] = json!(self.side.as_str());
                 v
             })
             .collect()
@@ -1458,6 +1533,53 @@ impl Psp for CentralBank {
 
     fn reset(&self) {
         *self.store.lock() = Store::default();
+    }
+}
+
+impl Psp for CentralBank {
+    fn credentials(&self) -> BTreeMap<String, String> {
+        self.homologation.credentials()
+    }
+
+    fn live_credentials(&self) -> Option<BTreeMap<String, String>> {
+        Some(self.production.credentials())
+    }
+
+    fn endpoints(self: Arc<Self>) -> Vec<EndpointSpec> {
+        let mut specs = self.homologation.clone().endpoints();
+        specs.extend(self.production.clone().endpoints());
+        specs
+    }
+
+    fn generic_error(&self, status: StatusCode) -> Response {
+        self.homologation.fail(ApiError::generic(status))
+    }
+
+    fn charges(&self) -> Vec<Value> {
+        self.hosts().iter().flat_map(|h| h.charges()).collect()
+    }
+
+    fn webhooks(&self) -> Vec<Value> {
+        self.hosts().iter().flat_map(|h| h.webhooks()).collect()
+    }
+
+    fn pay(
+        &self,
+        sel: &ChargeSelector,
+        amount: Option<u64>,
+        info_pagador: Option<String>,
+    ) -> Result<Payment, ControlError> {
+        self.on_charge(sel, |h| h.pay(sel, amount, info_pagador.clone()))
+    }
+
+    fn expire(&self, sel: &ChargeSelector) -> Result<Value, ControlError> {
+        self.on_charge(sel, |h| h.expire(sel))
+    }
+
+    fn reset(&self) {
+        for h in self.hosts() {
+            h.reset();
+        }
     }
 }
 

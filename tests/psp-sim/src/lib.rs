@@ -58,6 +58,9 @@ pub struct SimInfo {
     pub control_url: String,
     pub ca_pem: String,
     pub providers: BTreeMap<String, ProviderInfo>,
+    /// Every provider's [`ProviderInfo::endpoint_overrides`], ready for the gateway's
+    /// `--endpoint-overrides` (comma-joined).
+    pub endpoint_overrides: Vec<String>,
 }
 
 /// One simulated PSP.
@@ -68,6 +71,37 @@ pub struct ProviderInfo {
     pub endpoints: BTreeMap<String, String>,
     /// credential field name -> value for a ready-made TEST account at this PSP
     pub credentials: BTreeMap<String, String>,
+    /// The production environment's endpoints, for PSPs simulated with both environments
+    /// apart (the central-bank PSPs); empty when one set of hosts serves both.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub live_endpoints: BTreeMap<String, String>,
+    /// A ready-made account of the production environment, where there is one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub live_credentials: Option<BTreeMap<String, String>>,
+}
+
+impl ProviderInfo {
+    /// The gateway's endpoint overrides (`provider.endpoint[.test|.live]=url`) that send each
+    /// environment to its simulated hosts.
+    pub fn endpoint_overrides(&self) -> Vec<String> {
+        let id = &self.id;
+        if self.live_endpoints.is_empty() {
+            return self
+                .endpoints
+                .iter()
+                .map(|(e, url)| format!("{id}.{e}={url}"))
+                .collect();
+        }
+        let test = self
+            .endpoints
+            .iter()
+            .map(|(e, url)| format!("{id}.{e}.test={url}"));
+        let live = self
+            .live_endpoints
+            .iter()
+            .map(|(e, url)| format!("{id}.{e}.live={url}"));
+        test.chain(live).collect()
+    }
 }
 
 /// A running simulator. Dropping it (or [`Sim::shutdown`]) stops every listener.
@@ -89,6 +123,7 @@ impl Sim {
             let psp = build(common.clone())?;
             let mut endpoints = BTreeMap::new();
             let mut urls = BTreeMap::new();
+            let mut live_urls = BTreeMap::new();
             for spec in psp.clone().endpoints() {
                 let router = spec.router.layer(axum::middleware::from_fn_with_state(
                     (common.clone(), psp.clone()),
@@ -98,16 +133,22 @@ impl Sim {
                 let client_ca = spec.mtls.then_some(&common.client_ca);
                 let tls = tls::server_config(&identity, &server_ca, client_ca)?;
                 let endpoint = server::Endpoint::start(tls, router, shutdown_rx.clone()).await?;
-                urls.insert(
-                    spec.name.to_string(),
-                    format!("https://localhost:{}", endpoint.port()),
-                );
-                endpoints.insert(spec.name.to_string(), endpoint);
+                let url = format!("https://localhost:{}", endpoint.port());
+                let key = if spec.live {
+                    live_urls.insert(spec.name.to_string(), url);
+                    format!("{}.live", spec.name)
+                } else {
+                    urls.insert(spec.name.to_string(), url);
+                    spec.name.to_string()
+                };
+                endpoints.insert(key, endpoint);
             }
             let info = ProviderInfo {
                 id: id.to_string(),
                 endpoints: urls,
                 credentials: psp.credentials(),
+                live_endpoints: live_urls,
+                live_credentials: psp.live_credentials(),
             };
             providers.insert(
                 id.to_string(),
@@ -194,6 +235,11 @@ impl Shared {
                 .providers
                 .iter()
                 .map(|(id, p)| (id.clone(), p.info.clone()))
+                .collect(),
+            endpoint_overrides: self
+                .providers
+                .values()
+                .flat_map(|p| p.info.endpoint_overrides())
                 .collect(),
         }
     }
@@ -315,12 +361,14 @@ pub(crate) struct DeliveryRecord {
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct RequestId(pub u64);
 
-/// One listener of a PSP: its name in [`ProviderInfo::endpoints`], its routes, whether it
-/// demands a client certificate.
+/// One listener of a PSP: its name in [`ProviderInfo::endpoints`] (or `live_endpoints`), its
+/// routes, whether it demands a client certificate.
 pub(crate) struct EndpointSpec {
     pub name: &'static str,
     pub router: Router,
     pub mtls: bool,
+    /// Serves the PSP's production environment (published in `live_endpoints`).
+    pub live: bool,
 }
 
 /// A charge selected by the control API.
@@ -360,6 +408,10 @@ pub(crate) enum ControlError {
 /// The protocol behaviour of one PSP.
 pub(crate) trait Psp: Send + Sync + 'static {
     fn credentials(&self) -> BTreeMap<String, String>;
+    /// The production environment's account, for PSPs simulated with both environments apart.
+    fn live_credentials(&self) -> Option<BTreeMap<String, String>> {
+        None
+    }
     fn endpoints(self: Arc<Self>) -> Vec<EndpointSpec>;
     /// The PSP's generic error answer, used by the `fail_next` fault when no body is given.
     fn generic_error(&self, status: http::StatusCode) -> Response;

@@ -8,6 +8,7 @@ mod common;
 use common::{Receiver, client, eventually, txid};
 use psp_sim::{ProviderInfo, Sim, SimOptions};
 use serde_json::{Value, json};
+use std::collections::BTreeMap;
 
 #[derive(Clone, Copy, PartialEq)]
 enum Auth {
@@ -107,12 +108,40 @@ const CASES: &[Case] = &[
 struct Psp<'a> {
     case: &'a Case,
     info: ProviderInfo,
+    /// The hosts talked to: homologation's, or production's.
+    endpoints: BTreeMap<String, String>,
+    /// The account presented (its certificate is `http`'s).
+    credentials: BTreeMap<String, String>,
     http: reqwest::Client,
 }
 
-impl Psp<'_> {
+impl<'a> Psp<'a> {
+    fn new(sim: &Sim, case: &'a Case, production_hosts: bool, production_account: bool) -> Self {
+        let info = sim.provider(case.id).unwrap();
+        let endpoints = match production_hosts {
+            true => info.live_endpoints.clone(),
+            false => info.endpoints.clone(),
+        };
+        let credentials = match production_account {
+            true => info.live_credentials.clone().unwrap(),
+            false => info.credentials.clone(),
+        };
+        let identity = format!(
+            "{}{}",
+            credentials["certificate"], credentials["private-key"]
+        );
+        let http = client(&sim.ca_pem(), Some(&identity));
+        Psp {
+            case,
+            info,
+            endpoints,
+            credentials,
+            http,
+        }
+    }
+
     fn cred(&self, field: &str) -> &str {
-        &self.info.credentials[field]
+        &self.credentials[field]
     }
 
     fn token_url(&self) -> String {
@@ -123,7 +152,7 @@ impl Psp<'_> {
         };
         format!(
             "{}{}{query}",
-            self.info.endpoints[self.case.token_endpoint], self.case.token_path
+            self.endpoints[self.case.token_endpoint], self.case.token_path
         )
     }
 
@@ -165,7 +194,7 @@ impl Psp<'_> {
 
     /// An API request under the prefix, with the token and the PSP's extra key.
     fn api(&self, method: reqwest::Method, path: &str, token: &str) -> reqwest::RequestBuilder {
-        let mut url = format!("{}{}{path}", self.info.endpoints["api"], self.case.prefix);
+        let mut url = format!("{}{}{path}", self.endpoints["api"], self.case.prefix);
         if let Some((param, field)) = self.case.app_key_query {
             url = format!("{url}?{param}={}", self.cred(field));
         }
@@ -198,13 +227,7 @@ impl Psp<'_> {
 async fn each_psp(mut check: impl AsyncFnMut(&Sim, &Psp<'_>)) {
     let sim = Sim::start(SimOptions::default()).await.unwrap();
     for case in CASES {
-        let info = sim.provider(case.id).unwrap();
-        let identity = format!(
-            "{}{}",
-            info.credentials["certificate"], info.credentials["private-key"]
-        );
-        let http = client(&sim.ca_pem(), Some(&identity));
-        check(&sim, &Psp { case, info, http }).await;
+        check(&sim, &Psp::new(&sim, case, false, false)).await;
     }
 }
 
@@ -417,6 +440,88 @@ async fn bb_and_itau_refuse_calls_without_their_key() {
             .await
             .unwrap();
         assert_eq!(res.status(), 404, "{name}");
+    })
+    .await;
+}
+
+/// Production is an environment apart, as at the PSPs: its own hosts, accounts and charges.
+/// The homologation account is refused by production's token endpoint (test and live mixed),
+/// and a charge created in homologation is unknown to production — in the PSP's words.
+#[tokio::test]
+async fn production_is_an_environment_apart() {
+    each_psp(async |sim, homologation| {
+        let id = homologation.case.id;
+        let production = Psp::new(sim, homologation.case, true, true);
+        assert_ne!(
+            production.cred("client-id"),
+            homologation.cred("client-id"),
+            "{id}"
+        );
+        for (hosts, account) in [(true, false), (false, true)] {
+            let mixed = Psp::new(sim, homologation.case, hosts, account);
+            let res = mixed
+                .token_request(&mixed.http, mixed.cred("client-secret"))
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(res.status(), 401, "{id}");
+            let body: Value = res.json().await.unwrap();
+            assert_eq!(
+                body,
+                json!({"error": "invalid_client", "error_description": "Credenciais do cliente inválidas ou inativas"}),
+                "{id}"
+            );
+        }
+
+        let t = txid();
+        let res = homologation
+            .api(reqwest::Method::PUT, &format!("/cob/{t}"), &homologation.token().await)
+            .json(&homologation.cob("5.00"))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status().as_u16(), homologation.case.create_status, "{id}");
+        let token = production.token().await;
+        for method in [reqwest::Method::GET, reqwest::Method::PATCH] {
+            let res = production
+                .api(method, &format!("/cob/{t}"), &token)
+                .json(&json!({"status": "REMOVIDA_PELO_USUARIO_RECEBEDOR"}))
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(res.status(), 404, "{id}");
+            let body: Value = res.json().await.unwrap();
+            assert_eq!(
+                production.message(&body),
+                "Nenhuma cobrança encontrada para o txid informado",
+                "{id}"
+            );
+        }
+        // The homologation Pix key is not production's account's.
+        let res = production
+            .api(reqwest::Method::PUT, &format!("/cob/{}", txid()), &token)
+            .json(&homologation.cob("5.00"))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), 400, "{id}");
+
+        // The control API tells the environments apart.
+        let charges: Value = client(&sim.ca_pem(), None)
+            .get(format!("{}/_sim/charges?provider={id}", sim.control_url()))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        let created = charges
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["psp_id"] == t.as_str())
+            .unwrap();
+        assert_eq!(created["environment"], "homologation", "{id}");
     })
     .await;
 }

@@ -570,6 +570,7 @@ impl Psp for Asaas {
             name: "api",
             router,
             mtls: false,
+            live: false,
         }]
     }
 

@@ -532,6 +532,7 @@ impl Psp for Iugu {
             name: "api",
             router,
             mtls: false,
+            live: false,
         }]
     }
 

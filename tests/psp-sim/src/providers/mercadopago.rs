@@ -746,6 +746,7 @@ impl Psp for MercadoPago {
             name: "api",
             router,
             mtls: false,
+            live: false,
         }]
     }
 

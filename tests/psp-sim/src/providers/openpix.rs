@@ -487,6 +487,7 @@ impl Psp for OpenPix {
             name: "api",
             router,
             mtls: false,
+            live: false,
         }]
     }
 

@@ -525,6 +525,7 @@ impl Psp for PagBank {
             name: "api",
             router,
             mtls: false,
+            live: false,
         }]
     }
 

@@ -1110,6 +1110,7 @@ impl Psp for Stripe {
             name: "api",
             router,
             mtls: false,
+            live: false,
         }]
     }
 
