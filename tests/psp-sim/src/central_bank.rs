@@ -5,6 +5,9 @@
 //! A PSP module states only what differs (paths, token request shape, error body shape,
 //! success status, names); the validation of `CobSolicitada` and the charge state machine live
 //! here once.
+//!
+//! Each PSP runs two [`Host`]s, homologation and production, apart as at the real PSPs: own
+//! listeners, account, tokens, charges and webhooks (see [`Side`]).
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
