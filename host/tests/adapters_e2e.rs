@@ -467,6 +467,61 @@ async fn central_bank_registration_and_certificates(backend: Backend) {
 }
 both_backends!(central_bank_registration_and_certificates);
 
+/// The central-bank PSPs refuse a Pix key that is not the account's, and the account's key
+/// once inactive: the PSP's Portuguese message and the Pix key hint, for each.
+async fn central_bank_pix_key_refusals(backend: Backend) {
+    let sim = start_sim().await;
+    let db = TestDb::new(backend).await;
+    let gw = Gateway::start(&db, &sim, &CENTRAL_BANK, options()).await;
+    let flag = async |provider: &str, on: bool| {
+        sim_control(
+            &sim,
+            "/_sim/config",
+            Some(json!({"provider": provider, "flags": {"pix_key_inactive": on}})),
+        )
+        .await;
+    };
+    for provider in CENTRAL_BANK {
+        let other_key = create_merchant(&db, &format!("{provider}-other-key"));
+        gw.connect(
+            &sim,
+            &other_key.test_key,
+            provider,
+            &[("pix-key", "00000000-0000-4000-8000-000000000000")],
+        )
+        .await;
+        let inactive = create_merchant(&db, &format!("{provider}-inactive"));
+        connect(&gw, &sim, &inactive.test_key, provider).await;
+        flag(provider, true).await;
+        for (key, words) in [
+            (
+                &other_key.test_key,
+                "A chave Pix informada não pertence a esta conta",
+            ),
+            (
+                &inactive.test_key,
+                "A chave Pix informada está inativa: reative-a ou cadastre outra chave",
+            ),
+        ] {
+            let (status, e) = gw.post("/v1/charges", key, charge_body(provider)).await;
+            assert_eq!(status, 502, "{provider}: {e}");
+            assert_eq!(e["error"]["code"], "psp_pix_key_invalid", "{provider}: {e}");
+            let psp_message = e["error"]["psp_message"].as_str().unwrap();
+            assert!(psp_message.contains(words), "{provider}: {e}");
+            assert!(
+                e["error"]["hint"].as_str().unwrap().contains("Pix key"),
+                "{provider}: {e}"
+            );
+        }
+        flag(provider, false).await;
+        let (status, charge) = gw
+            .post("/v1/charges", &inactive.test_key, charge_body(provider))
+            .await;
+        assert_eq!(status, 201, "{provider}: reactivated: {charge}");
+    }
+}
+both_backends!(central_bank_pix_key_refusals);
+
 /// Saves `account` as a `provider` credential for `key`; returns (status, body).
 async fn save_account(
     gw: &Gateway,

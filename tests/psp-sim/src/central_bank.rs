@@ -1005,12 +1005,8 @@ async fn create_cob(
             .at("txid"));
         }
         let request = parse_cob_request(&parse_json_object(&headers, &body)?)?;
-        if request.chave != cb.account.pix_key {
-            return Err(ApiError::invalid(
-                "chave_invalida",
-                "A chave Pix informada não pertence a esta conta",
-            )
-            .at("chave"));
+        if let Some((name, message)) = key_refusal(&cb, &request.chave) {
+            return Err(ApiError::invalid(name, message).at("chave"));
         }
         let mut store = cb.store.lock();
         if store.cobs.iter().any(|c| c.txid == txid) {
@@ -1175,17 +1171,35 @@ async fn loc_qrcode(
     }
 }
 
-fn check_key(cb: &Host, chave: &str) -> Result<(), ApiError> {
+/// Why the PSP refuses `chave` as this account's receiving key, in its words: not the account's
+/// key, or the account's key made inactive (account flag `pix_key_inactive`).
+fn key_refusal(cb: &Host, chave: &str) -> Option<(&'static str, &'static str)> {
     if chave != cb.account.pix_key {
-        return Err(ApiError::new(
-            StatusCode::BAD_REQUEST,
+        Some((
             "chave_invalida",
-            "WebhookOperacaoInvalida",
             "A chave Pix informada não pertence a esta conta",
-        )
-        .at("chave"));
+        ))
+    } else if cb.common.flag("pix_key_inactive") {
+        Some((
+            "chave_inativa",
+            "A chave Pix informada está inativa: reative-a ou cadastre outra chave",
+        ))
+    } else {
+        None
     }
-    Ok(())
+}
+
+fn check_key(cb: &Host, chave: &str) -> Result<(), ApiError> {
+    match key_refusal(cb, chave) {
+        Some((name, message)) => Err(ApiError::new(
+            StatusCode::BAD_REQUEST,
+            name,
+            "WebhookOperacaoInvalida",
+            message,
+        )
+        .at("chave")),
+        None => Ok(()),
+    }
 }
 
 fn webhook_json(w: &Webhook) -> Value {

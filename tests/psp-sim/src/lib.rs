@@ -288,6 +288,11 @@ impl Common {
         })
     }
 
+    /// An account switch set through `/_sim/config {"flags": {…}}`; off unless set.
+    pub fn flag(&self, name: &str) -> bool {
+        self.config.lock().flags.get(name).copied().unwrap_or(false)
+    }
+
     pub fn next_id(&self) -> u64 {
         self.next_id.fetch_add(1, Ordering::Relaxed)
     }

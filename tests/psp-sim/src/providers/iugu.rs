@@ -244,13 +244,7 @@ impl Iugu {
     }
 
     fn flag(&self, name: &str) -> bool {
-        self.common
-            .config
-            .lock()
-            .flags
-            .get(name)
-            .copied()
-            .unwrap_or(false)
+        self.common.flag(name)
     }
 
     /// Validates a `POST /v1/invoices` body and stores the invoice.
