@@ -79,14 +79,15 @@ impl Receiver {
     }
 
     async fn wait_for(&self, kind: &str, count: usize) -> Vec<Received> {
-        poll(
-            Duration::from_secs(20),
-            &format!("{count} {kind} event(s)"),
-            async || {
-                let got = self.of_type(kind);
-                (got.len() >= count).then_some(got)
-            },
-        )
+        self.wait_for_within(kind, count, Duration::from_secs(20))
+            .await
+    }
+
+    async fn wait_for_within(&self, kind: &str, count: usize, timeout: Duration) -> Vec<Received> {
+        poll(timeout, &format!("{count} {kind} event(s)"), async || {
+            let got = self.of_type(kind);
+            (got.len() >= count).then_some(got)
+        })
         .await
     }
 }
@@ -416,9 +417,9 @@ async fn a_crash_before_delivery_loses_nothing(backend: Backend) {
     let addr = reserved.local_addr().unwrap();
     drop(reserved);
     let url = format!("http://{addr}/hooks/pixgw");
-    // Retries every 300 ms for a minute: they must not run out before the restart below, however
-    // slow the machine, and the restarted gateway must find the delivery due at once.
-    let delays = vec!["300ms"; 200].join(",");
+    // Retries every 300 ms for two minutes: they must not run out before the restart below,
+    // however slow the machine, and the restarted gateway must find the delivery due soon.
+    let delays = vec!["300ms"; 400].join(",");
     let retry = [("PIXGW_WEBHOOK_RETRY_DELAYS", delays.as_str())];
     let shop = shop(&db, &sim, &url, &retry).await;
     let charge = charge(&shop).await;
@@ -449,7 +450,11 @@ async fn a_crash_before_delivery_loses_nothing(backend: Backend) {
     let listener = tokio::net::TcpListener::bind(addr).await.unwrap();
     let (receiver, _) = Receiver::start_on(listener).await;
     let gw = Gateway::start(&db, &sim, &["efi"], options(&retry)).await;
-    let paid = receiver.wait_for("charge.paid", 1).await;
+    // Killed while an attempt was in flight, the old gateway leaves its lease (60 s) behind; the
+    // delivery is then due once the lease runs out.
+    let paid = receiver
+        .wait_for_within("charge.paid", 1, Duration::from_secs(90))
+        .await;
     assert_eq!(
         paid[0].header("webhook-id"),
         event_id,
