@@ -18,6 +18,8 @@ pub struct AppConfig {
     pub rate_limit: u32,
     pub breaker: crate::routing::BreakerConfig,
     pub reconciler: crate::reconciler::ReconcilerConfig,
+    /// Dashboard sessions.
+    pub sessions: crate::accounts::SessionConfig,
 }
 
 pub struct App {

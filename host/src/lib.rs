@@ -10,19 +10,27 @@
 //! - [`webhooks`]: PSP notifications in, signed events out; [`reconciler`]: asks PSPs about
 //!   charges that can still change; [`live`]: status changes for live screens.
 //! - [`metrics`]: Prometheus metrics; [`rate_limit`]: requests per API key.
+//! - [`web`]: the merchant dashboard (`/dashboard`); [`accounts`]: people, passwords, sessions
+//!   and invitations; [`policy`]: who may do what; [`audit`]: every change with its actor.
+//! - [`api_keys`]: issuing, listing and revoking merchants' API keys (CLI and dashboard).
 
+pub mod accounts;
 pub mod api;
+pub mod api_keys;
 pub mod app;
+pub mod audit;
 pub mod charges;
 pub mod config;
 pub mod credentials;
 pub mod domain;
 pub mod live;
 pub mod metrics;
+pub mod policy;
 pub mod rate_limit;
 pub mod reconciler;
 pub mod routing;
 pub mod runtime;
 pub mod store;
 pub mod vault;
+pub mod web;
 pub mod webhooks;

@@ -3,7 +3,8 @@
 use std::path::PathBuf;
 
 use clap::{Parser, Subcommand};
-use pixgw::domain::{ApiKey, Environment};
+use pixgw::api_keys;
+use pixgw::domain::Environment;
 use pixgw::runtime::{Runtime, RuntimeConfig};
 use pixgw::store::Store;
 use pixgw::vault::Vault;
@@ -36,6 +37,13 @@ enum Command {
         db: DatabaseArgs,
         #[command(subcommand)]
         command: MerchantCommand,
+    },
+    /// Give people access to a merchant's dashboard.
+    Member {
+        #[command(flatten)]
+        db: DatabaseArgs,
+        #[command(subcommand)]
+        command: MemberCommand,
     },
     /// Manage merchants' API keys.
     Key {
@@ -76,6 +84,22 @@ enum MerchantCommand {
     },
     /// List merchants.
     List,
+}
+
+#[derive(Subcommand)]
+enum MemberCommand {
+    /// Make someone a member with a role; a new account's password is read from
+    /// PIXGW_MEMBER_PASSWORD (an existing account keeps its own). Prints the user id.
+    Add {
+        #[arg(long)]
+        merchant: String,
+        #[arg(long)]
+        email: String,
+        #[arg(long)]
+        name: String,
+        #[arg(long, value_parser = ["owner", "manager", "cashier", "read_only"])]
+        role: String,
+    },
 }
 
 #[derive(Subcommand)]
@@ -155,6 +179,12 @@ struct ServeArgs {
     /// simulator.
     #[arg(long, env = "PIXGW_ENDPOINT_OVERRIDES", default_value = "")]
     endpoint_overrides: String,
+    /// A dashboard session without a request for this long ends.
+    #[arg(long, env = "PIXGW_SESSION_IDLE_TIMEOUT", default_value = "2h", value_parser = pixgw::config::parse_duration)]
+    session_idle_timeout: std::time::Duration,
+    /// A dashboard session ends this long after sign-in, however active.
+    #[arg(long, env = "PIXGW_SESSION_MAX_AGE", default_value = "12h", value_parser = pixgw::config::parse_duration)]
+    session_max_age: std::time::Duration,
 }
 
 #[derive(Subcommand)]
@@ -244,6 +274,38 @@ async fn main() -> anyhow::Result<()> {
                 }
             }
         }
+        Command::Member {
+            db,
+            command:
+                MemberCommand::Add {
+                    merchant,
+                    email,
+                    name,
+                    role,
+                },
+        } => {
+            let store = open_store(&db).await?;
+            anyhow::ensure!(
+                store.merchant(&merchant).await?.is_some(),
+                "no merchant {merchant:?}: create one with `pixgw merchant create --name …`"
+            );
+            let email = pixgw::accounts::account_email(&email).map_err(anyhow::Error::msg)?;
+            let role: pixgw::policy::Role = role.parse().map_err(anyhow::Error::msg)?;
+            let password = std::env::var("PIXGW_MEMBER_PASSWORD").unwrap_or_default();
+            let hash = if store.user_by_email(&email).await?.is_some() {
+                String::new()
+            } else {
+                pixgw::accounts::check_password(&password).map_err(|e| {
+                    anyhow::anyhow!("PIXGW_MEMBER_PASSWORD: {e} (a new account needs one)")
+                })?;
+                pixgw::accounts::hash_password(&password).await
+            };
+            let user = store
+                .add_member(&merchant, &email, &name, &hash, role)
+                .await?;
+            eprintln!("{email} is {role} at {merchant}");
+            println!("{}", user.id);
+        }
         Command::Key { db, command } => {
             let store = open_store(&db).await?;
             match command {
@@ -257,25 +319,21 @@ async fn main() -> anyhow::Result<()> {
                         "no merchant {merchant:?}: create one with `pixgw merchant create --name …`"
                     );
                     let env: Environment = env.parse().map_err(anyhow::Error::msg)?;
-                    let key = ApiKey::generate(env);
-                    let record = store
-                        .insert_api_key(
-                            &merchant,
-                            env,
-                            key.lookup_prefix(),
-                            &key.hash(),
-                            label.as_deref(),
-                        )
-                        .await?;
+                    let issued = api_keys::issue(
+                        &store,
+                        &api_keys::operator(&merchant, env),
+                        label.as_deref(),
+                    )
+                    .await?;
                     eprintln!(
                         "created {} for {merchant} ({}); the key is shown only now:",
-                        record.id,
+                        issued.record.id,
                         env.as_str()
                     );
-                    println!("{}", key.as_str());
+                    println!("{}", issued.key.as_str());
                 }
                 KeyCommand::List { merchant } => {
-                    for k in store.api_keys(&merchant).await? {
+                    for k in api_keys::list(&store, &merchant, None).await? {
                         println!(
                             "{}  {}…  {}  {}{}",
                             k.id,
@@ -291,7 +349,16 @@ async fn main() -> anyhow::Result<()> {
                     }
                 }
                 KeyCommand::Revoke { id } => {
-                    anyhow::ensure!(store.revoke_api_key(&id).await?, "no active API key {id:?}");
+                    let key = api_keys::find(&store, &id)
+                        .await?
+                        .filter(|k| k.revoked_at.is_none())
+                        .ok_or_else(|| anyhow::anyhow!("no active API key {id:?}"))?;
+                    api_keys::revoke(
+                        &store,
+                        &api_keys::operator(&key.merchant_id, key.environment),
+                        &id,
+                    )
+                    .await?;
                     println!("revoked {id}");
                 }
             }
@@ -364,7 +431,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         .trim_end_matches('/')
         .to_owned();
     let config = pixgw::app::AppConfig {
-        base_url,
+        base_url: base_url.clone(),
         rate_limit: args.rate_limit,
         breaker: pixgw::routing::BreakerConfig {
             threshold: args.breaker_threshold.max(1),
@@ -383,6 +450,11 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
             grace: args.reconcile_grace,
             poll_interval: args.worker_poll,
             orphan_age: args.orphan_age,
+        },
+        sessions: pixgw::accounts::SessionConfig {
+            idle: args.session_idle_timeout,
+            absolute: args.session_max_age,
+            secure_cookies: base_url.starts_with("https://"),
         },
     };
     let deliverer = std::sync::Arc::new(pixgw::webhooks::outbound::Deliverer::new(
@@ -414,9 +486,12 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
         let _ = tcp.set_nodelay(true);
     });
-    axum::serve(listener, router)
-        .with_graceful_shutdown(shutdown_signal())
-        .await?;
+    axum::serve(
+        listener,
+        router.into_make_service_with_connect_info::<std::net::SocketAddr>(),
+    )
+    .with_graceful_shutdown(shutdown_signal())
+    .await?;
     for task in tasks {
         task.abort();
     }
@@ -424,7 +499,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Expired idempotency keys and adapter cache entries go hourly.
+/// Expired idempotency keys, adapter cache entries and dashboard sessions go hourly.
 async fn sweep_idempotency_keys(app: std::sync::Arc<pixgw::app::App>) {
     let mut every = tokio::time::interval(std::time::Duration::from_secs(3600));
     loop {
@@ -436,6 +511,10 @@ async fn sweep_idempotency_keys(app: std::sync::Arc<pixgw::app::App>) {
         }
         if let Err(e) = app.store.sweep_adapter_cache().await {
             tracing::warn!(error = %e, "sweeping the adapter cache failed");
+        }
+        let idle = app.config.sessions.idle.as_millis() as i64;
+        if let Err(e) = app.store.sweep_sessions(pixgw::store::now_ms(), idle).await {
+            tracing::warn!(error = %e, "sweeping dashboard sessions failed");
         }
     }
 }

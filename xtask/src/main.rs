@@ -94,10 +94,45 @@ fn adapter_crates() -> anyhow::Result<Vec<(String, String, PathBuf)>> {
     Ok(crates)
 }
 
+/// The adapters' target. rustup installs the targets `rust-toolchain.toml` lists only where it
+/// auto-installs (not with `RUSTUP_AUTO_INSTALL=0`, nor when the pinned toolchain is already
+/// there without the target): look for its standard library, and install it when missing.
+const WASM_TARGET: &str = "wasm32-wasip2";
+
+fn ensure_wasm_target() -> anyhow::Result<()> {
+    let rustc = std::env::var("RUSTC").unwrap_or_else(|_| "rustc".into());
+    let sysroot = Command::new(&rustc)
+        .current_dir(root())
+        .args(["--print", "sysroot"])
+        .output()
+        .with_context(|| format!("cannot run {rustc} --print sysroot"))?;
+    ensure!(sysroot.status.success(), "{rustc} --print sysroot failed");
+    let sysroot = PathBuf::from(String::from_utf8(sysroot.stdout)?.trim());
+    if sysroot.join("lib/rustlib").join(WASM_TARGET).join("lib").is_dir() {
+        return Ok(());
+    }
+    eprintln!("xtask: the {WASM_TARGET} standard library is missing; installing it with rustup");
+    let status = Command::new("rustup")
+        .current_dir(root())
+        .args(["target", "add", WASM_TARGET])
+        .status();
+    match status {
+        Ok(s) if s.success() => Ok(()),
+        _ => bail!(
+            "the adapters build for {WASM_TARGET}, whose standard library is not installed for \
+             this toolchain ({}), and `rustup target add {WASM_TARGET}` did not succeed. Run it \
+             yourself in {}, or install the target with your Rust distribution.",
+            sysroot.display(),
+            root().display()
+        ),
+    }
+}
+
 fn plugins() -> anyhow::Result<Vec<PathBuf>> {
+    ensure_wasm_target()?;
     let crates = adapter_crates()?;
     let mut cmd = cargo();
-    cmd.args(["build", "--target", "wasm32-wasip2", "--profile", "wasm"]);
+    cmd.args(["build", "--target", WASM_TARGET, "--profile", "wasm"]);
     for (_, package, _) in &crates {
         cmd.args(["-p", package]);
     }
@@ -105,7 +140,8 @@ fn plugins() -> anyhow::Result<Vec<PathBuf>> {
     let mut installed = Vec::new();
     for (id, package, install) in crates {
         let built = target_dir()
-            .join("wasm32-wasip2/wasm")
+            .join(WASM_TARGET)
+            .join("wasm")
             .join(format!("{}.wasm", package.replace('-', "_")));
         std::fs::create_dir_all(&install)?;
         let dest = install.join(format!("{id}.wasm"));
@@ -144,6 +180,10 @@ impl Drop for Reaper {
         let _ = self.0.wait();
     }
 }
+
+/// The demo merchant's owner, for the dashboard.
+const DEMO_EMAIL: &str = "demo@pixgw.test";
+const DEMO_PASSWORD: &str = "pixgw-demo-2026";
 
 fn demo() -> anyhow::Result<()> {
     plugins()?;
@@ -189,6 +229,7 @@ fn demo() -> anyhow::Result<()> {
             .args(args)
             .env("PIXGW_DATABASE_URL", &database_url)
             .env("PIXGW_DATA_DIR", &data_dir)
+            .env("PIXGW_MEMBER_PASSWORD", DEMO_PASSWORD)
             .output()
             .with_context(|| format!("running pixgw {args:?}"))?;
         ensure!(
@@ -200,6 +241,18 @@ fn demo() -> anyhow::Result<()> {
     };
     pixgw(&["migrate"])?;
     let merchant = pixgw(&["merchant", "create", "--name", "Demo Store"])?;
+    pixgw(&[
+        "member",
+        "add",
+        "--merchant",
+        &merchant,
+        "--email",
+        DEMO_EMAIL,
+        "--name",
+        "Demo Owner",
+        "--role",
+        "owner",
+    ])?;
     let api_key = pixgw(&[
         "key",
         "create",
@@ -320,11 +373,14 @@ fn demo() -> anyhow::Result<()> {
     let control_url = info["control_url"].as_str().unwrap_or_default();
     std::fs::write(
         demo_dir.join("demo.env"),
-        format!("PIXGW_URL={url}\nPIXGW_API_KEY={api_key}\nPSP_SIM_URL={control_url}\n"),
+        format!(
+            "PIXGW_URL={url}\nPIXGW_API_KEY={api_key}\nPSP_SIM_URL={control_url}\n\
+             PIXGW_DASHBOARD_EMAIL={DEMO_EMAIL}\nPIXGW_DASHBOARD_PASSWORD={DEMO_PASSWORD}\n"
+        ),
     )?;
     println!(
         "\npixgw demo is up (merchant {merchant}; test credentials at {}).\n\
-         \n  gateway:        {url}\n  API key:        {api_key}\n  PSP simulator:  {control_url}/_sim/info\n  settings:       {}\n\
+         \n  dashboard:      {url}/dashboard  (sign in as {DEMO_EMAIL}, password {DEMO_PASSWORD})\n  gateway:        {url}\n  API key:        {api_key}\n  PSP simulator:  {control_url}/_sim/info\n  settings:       {}\n\
          \nCreate a charge:\n\n  curl -s {url}/v1/charges -H 'Authorization: Bearer {api_key}' \\\n    -H 'Idempotency-Key: demo-1' -H 'Content-Type: application/json' \\\n    -d '{{\"amount\": 1990, \"provider\": \"efi\", \"description\": \"Demo\"}}'\n\
          \nPay it at the simulator (use the charge's reference):\n\n  curl -s {control_url}/_sim/pay -H 'Content-Type: application/json' \\\n    -d '{{\"provider\": \"efi\", \"reference\": \"<reference>\"}}'\n\nSigned events to the demo endpoint ({receiver_url}) are printed below. Ctrl-C stops everything.",
         connected.join(", "),

@@ -96,8 +96,21 @@ impl FromRequestParts<Arc<App>> for Caller {
             });
         }
         Ok(Caller {
+            actor: crate::audit::Actor::ApiKey {
+                id: record.id,
+                prefix: record.prefix,
+            },
             merchant_id: record.merchant_id,
             environment: record.environment,
+            ip: client_ip(parts),
         })
     }
+}
+
+/// The peer's address, when the server was started with connect info (`pixgw serve` is).
+pub fn client_ip(parts: &Parts) -> Option<std::net::IpAddr> {
+    parts
+        .extensions
+        .get::<axum::extract::ConnectInfo<std::net::SocketAddr>>()
+        .map(|c| c.0.ip())
 }

@@ -412,6 +412,7 @@ pub async fn list(
     let filter = ChargeFilter {
         status,
         provider: q.provider,
+        operator_id: None,
         created_gte: time("created_gte", q.created_gte)?,
         created_lt: time("created_lt", q.created_lt)?,
         starting_after: q.starting_after,
@@ -452,7 +453,7 @@ pub async fn cancel(
         .await?
         .ok_or_else(|| ApiError::not_found("charge", &id))?;
     let canceled = app
-        .cancel_charge(charge, &request_id::current())
+        .cancel_charge(&caller, charge, &request_id::current())
         .await
         .map_err(|e| psp_failure::from_charge_error(e, caller.environment))?;
     Ok(Json(ChargeObject::from(&canceled)))

@@ -3,6 +3,10 @@
 //! Fields follow the adapter's manifest (`GET /v1/adapters`). Secrets are write-only: a
 //! response lists which secret fields are set, never their values. Saving creates the webhook
 //! URL `{base_url}/api/wh/<uuid>` and its token, which the owner can read again here.
+//!
+//! The rules (checks, sealing, trying at the PSP, webhook registration, the audit log) live in
+//! [`crate::credentials`], shared with the dashboard; this module reads requests and maps
+//! outcomes to answers.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -16,14 +20,13 @@ use utoipa::ToSchema;
 
 use super::body::{JsonBody, JsonObject};
 use super::error::{ApiError, ErrorResponse, ErrorType};
-use super::{psp_failure, request_id};
+use super::psp_failure;
 use crate::app::App;
 use crate::charges::Caller;
-use crate::credentials::{self, FieldError};
-use crate::domain::CredentialId;
-use crate::runtime::{self, CallError, Capabilities, PspError};
-use crate::store::credentials::CredentialRecord;
-use crate::store::{now_ms, rfc3339};
+use crate::credentials::{
+    self, CredentialChange, CredentialError, CredentialView, NewCredential, POSITIONS, ROUTE_LIMITS,
+};
+use crate::store::rfc3339;
 
 pub fn router() -> Router<Arc<App>> {
     Router::new()
@@ -88,45 +91,83 @@ pub struct CredentialObject {
     updated_at: String,
 }
 
-async fn object_of(
-    app: &App,
-    record: &CredentialRecord,
-    verification: Option<Verification>,
-) -> Result<CredentialObject, ApiError> {
-    let registration = app.store.webhook_registration(&record.id).await?;
-    let token = webhook_token(app, record)?;
-    let adapter = app.runtime.adapter(&record.provider);
-    let header = adapter
-        .as_ref()
-        .and_then(|a| credentials::token_header(a.manifest()).map(str::to_owned));
-    Ok(CredentialObject {
-        id: record.id.clone(),
+impl Verification {
+    fn of(v: &credentials::Verification) -> Verification {
+        Verification {
+            status: v.status.as_str(),
+            message: v.message.clone(),
+        }
+    }
+}
+
+/// The API's object of a credential; `verification` is shown only where a request just
+/// tried the credential.
+fn object_of(view: CredentialView, verification: Option<Verification>) -> CredentialObject {
+    let CredentialView {
+        record, webhook, ..
+    } = view;
+    CredentialObject {
+        id: record.id,
         object: "credential",
-        provider: record.provider.clone(),
+        provider: record.provider,
         environment: record.environment.as_str(),
-        label: record.label.clone(),
+        label: record.label,
         active: record.active,
         position: record.position,
         route_limit: record.route_limit,
-        fields: record.public_fields.clone(),
-        secret_fields_set: record.sealed_fields.keys().cloned().collect(),
+        fields: record.public_fields,
+        secret_fields_set: record.sealed_fields.into_keys().collect(),
         webhook: WebhookInfo {
-            url: credentials::webhook_url(&app.config.base_url, record, &token, header.is_none()),
-            token: token.to_string(),
-            header,
-            registration,
+            url: webhook.url,
+            token: webhook.token.to_string(),
+            header: webhook.header,
+            registration: webhook
+                .registration
+                .map(|r| serde_json::to_value(r).expect("a registration serialises")),
         },
         verification,
         created_at: rfc3339(record.created_at),
         updated_at: rfc3339(record.updated_at),
-    })
+    }
 }
 
-fn field_error(e: FieldError) -> ApiError {
-    ApiError::invalid_param(
-        format!("fields.{}", e.field),
-        format!("fields.{}: {}", e.field, e.message),
-    )
+/// The API's answer to a credential operation that failed; `id` is the credential asked for.
+fn api_error(error: CredentialError, caller: &Caller, id: &str) -> ApiError {
+    match error {
+        CredentialError::UnknownProvider {
+            provider,
+            available,
+        } => ApiError::invalid_param(
+            "provider",
+            format!(
+                "No PSP adapter {provider:?} is installed. Available: {}.",
+                available.join(", ")
+            ),
+        )
+        .with_code("provider_unknown"),
+        CredentialError::AdapterMissing { provider } => ApiError::bad_request(
+            "provider_unknown",
+            format!("The {provider} adapter is not installed, so its fields cannot be checked."),
+        ),
+        CredentialError::Field(e) => ApiError::invalid_param(
+            format!("fields.{}", e.field),
+            format!("fields.{}: {}", e.field, e.message()),
+        ),
+        CredentialError::Refused { provider, error } => {
+            let mut e = psp_failure::from_call(&error, caller.environment);
+            e.status = StatusCode::UNPROCESSABLE_ENTITY;
+            e.body.kind = ErrorType::InvalidRequestError;
+            e.body.message = format!(
+                "{provider} refused these credentials, so they were not saved: {}",
+                e.body.psp_message.clone().unwrap_or_default()
+            );
+            e.body.param = Some("fields".into());
+            e
+        }
+        CredentialError::NotFound => ApiError::not_found("credential", id),
+        CredentialError::Store(e) => ApiError::internal(e),
+        CredentialError::Vault(e) => ApiError::internal(format!("vault: {e}")),
+    }
 }
 
 /// `fields` of a request body: an object of strings.
@@ -148,7 +189,7 @@ fn fields_param(body: &mut JsonObject) -> Result<Option<BTreeMap<String, String>
 
 fn route_limit_param(body: &mut JsonObject) -> Result<Option<i64>, ApiError> {
     match body.integer("route_limit")? {
-        Some(n) if !(1..=1000).contains(&n) => Err(ApiError::invalid_param(
+        Some(n) if !ROUTE_LIMITS.contains(&n) => Err(ApiError::invalid_param(
             "route_limit",
             "route_limit must be between 1 and 1000 consecutive charges.",
         )),
@@ -158,129 +199,12 @@ fn route_limit_param(body: &mut JsonObject) -> Result<Option<i64>, ApiError> {
 
 fn position_param(body: &mut JsonObject) -> Result<Option<i64>, ApiError> {
     match body.integer("position")? {
-        Some(p) if !(0..=1_000_000).contains(&p) => Err(ApiError::invalid_param(
+        Some(p) if !POSITIONS.contains(&p) => Err(ApiError::invalid_param(
             "position",
             "position must be between 0 and 1000000.",
         )),
         p => Ok(p),
     }
-}
-
-/// The token in the credential's webhook URL, out of the vault.
-fn webhook_token(
-    app: &App,
-    record: &CredentialRecord,
-) -> Result<zeroize::Zeroizing<String>, ApiError> {
-    app.vault
-        .open_string(
-            &record.webhook_token_sealed,
-            &credentials::webhook_token_aad(&record.id),
-        )
-        .map_err(|e| ApiError::internal(format!("vault: {e}")))
-}
-
-/// Tries the credential at the PSP when the adapter can. A refusal of the credential itself is
-/// an error; a PSP that cannot be reached is only reported.
-async fn verify(
-    app: &App,
-    adapter: &runtime::Adapter,
-    record: &CredentialRecord,
-    fields: BTreeMap<String, String>,
-    token: &str,
-) -> Result<Verification, ApiError> {
-    if !adapter
-        .manifest()
-        .capabilities
-        .contains(Capabilities::CHECK_CREDENTIALS)
-    {
-        return Ok(Verification {
-            status: "unsupported",
-            message: None,
-        });
-    }
-    let credential =
-        credentials::runtime_credential(adapter, &app.config.base_url, record, fields, token);
-    let prepared = adapter.prepare(&credential);
-    match adapter
-        .check_credentials(&prepared, &request_id::current())
-        .await
-    {
-        Ok(()) => Ok(Verification {
-            status: "ok",
-            message: None,
-        }),
-        Err(CallError::Psp {
-            error: PspError::Unavailable(e),
-            ..
-        }) => Ok(Verification {
-            status: "unreachable",
-            message: Some(e.message),
-        }),
-        Err(error) => {
-            let mut e = psp_failure::from_call(&error, record.environment);
-            e.status = StatusCode::UNPROCESSABLE_ENTITY;
-            e.body.kind = ErrorType::InvalidRequestError;
-            e.body.message = format!(
-                "{} refused these credentials, so they were not saved: {}",
-                record.provider,
-                e.body.psp_message.clone().unwrap_or_default()
-            );
-            e.body.param = Some("fields".into());
-            Err(e)
-        }
-    }
-}
-
-/// Registers the credential's webhook URL at the PSP when the adapter can, and keeps the
-/// outcome on the credential. A failure is reported, not fatal: the reconciler still settles
-/// charges without notifications.
-async fn register(
-    app: &App,
-    adapter: &runtime::Adapter,
-    record: &CredentialRecord,
-    wanted: bool,
-) -> Result<(), ApiError> {
-    let at = rfc3339(now_ms());
-    let outcome = if !wanted {
-        serde_json::json!({"status": "skipped", "at": at})
-    } else if !adapter
-        .manifest()
-        .capabilities
-        .contains(Capabilities::REGISTER_WEBHOOK)
-    {
-        serde_json::json!({
-            "status": "manual",
-            "message": match credentials::token_header(adapter.manifest()) {
-                Some(header) => format!("{} takes its webhook in its dashboard: set the URL there, with the header {header} carrying the token", record.provider),
-                None => format!("{} takes its webhook in its dashboard: set the URL there (it carries the token)", record.provider),
-            },
-            "at": at,
-        })
-    } else {
-        let prepared = app
-            .prepared
-            .get_or_prepare(&app.vault, &app.config.base_url, adapter, record)
-            .map_err(|e| ApiError::internal(format!("vault: {e}")))?;
-        match adapter
-            .register_webhook(&prepared, &request_id::current())
-            .await
-        {
-            Ok(()) => serde_json::json!({"status": "registered", "at": at}),
-            Err(error) => {
-                let e = psp_failure::from_call(&error, record.environment);
-                serde_json::json!({
-                    "status": "failed",
-                    "message": e.body.psp_message.unwrap_or(e.body.message),
-                    "hint": e.body.hint,
-                    "at": at,
-                })
-            }
-        }
-    };
-    app.store
-        .set_webhook_registration(&record.id, &outcome)
-        .await?;
-    Ok(())
 }
 
 /// Connect an account at a PSP.
@@ -298,63 +222,27 @@ pub async fn create(
     JsonBody(mut body): JsonBody,
 ) -> Result<(StatusCode, Json<CredentialObject>), ApiError> {
     let provider = body.required_string("provider", 64, "the adapter id, e.g. \"efi\"")?;
-    let label = body.string("label", 100)?;
+    let label = body.string("label", credentials::MAX_LABEL_CHARS)?;
     let fields = fields_param(&mut body)?.unwrap_or_default();
     let position = position_param(&mut body)?.unwrap_or(0);
     let route_limit = route_limit_param(&mut body)?.unwrap_or(1);
     let verify_on_save = body.boolean("verify")?.unwrap_or(true);
     let register_webhook = body.boolean("register_webhook")?.unwrap_or(true);
     body.finish()?;
-    let adapter = app.runtime.adapter(&provider).ok_or_else(|| {
-        ApiError::invalid_param(
-            "provider",
-            format!(
-                "No PSP adapter {provider:?} is installed. Available: {}.",
-                app.runtime.providers().join(", ")
-            ),
-        )
-        .with_code("provider_unknown")
-    })?;
-    let manifest = adapter.manifest();
-    let fields =
-        credentials::validate(manifest, caller.environment, &fields, None).map_err(field_error)?;
-
-    let id = CredentialId::generate().to_string();
-    let token = crate::domain::Reference::generate().to_string();
-    let (public_fields, sealed_fields) = credentials::seal(&app.vault, manifest, &id, &fields);
-    let now = now_ms();
-    let record = CredentialRecord {
-        webhook_token_sealed: app
-            .vault
-            .seal(token.as_bytes(), &credentials::webhook_token_aad(&id)),
-        id,
-        merchant_id: caller.merchant_id.clone(),
-        environment: caller.environment,
-        provider: provider.clone(),
-        label: label.unwrap_or_else(|| manifest.display_name.clone()),
-        public_fields,
-        sealed_fields,
-        webhook_id: uuid::Uuid::new_v4().to_string(),
-        active: true,
-        position,
+    let new = NewCredential {
+        provider,
+        label,
+        fields,
+        position: Some(position),
         route_limit,
-        created_at: now,
-        updated_at: now,
+        verify: verify_on_save,
+        register_webhook,
     };
-    let verification = if verify_on_save {
-        verify(&app, &adapter, &record, fields, &token).await?
-    } else {
-        Verification {
-            status: "skipped",
-            message: None,
-        }
-    };
-    app.store.insert_credential(&record).await?;
-    register(&app, &adapter, &record, register_webhook).await?;
-    Ok((
-        StatusCode::CREATED,
-        Json(object_of(&app, &record, Some(verification)).await?),
-    ))
+    let view = credentials::connect(&app, &caller, new)
+        .await
+        .map_err(|e| api_error(e, &caller, ""))?;
+    let verification = view.verification.as_ref().map(Verification::of);
+    Ok((StatusCode::CREATED, Json(object_of(view, verification))))
 }
 
 /// The merchant's credentials in this environment, in routing order.
@@ -365,22 +253,13 @@ pub async fn list(
     State(app): State<Arc<App>>,
     caller: Caller,
 ) -> Result<Json<serde_json::Value>, ApiError> {
-    let records = app
-        .store
-        .credentials(&caller.merchant_id, caller.environment)
-        .await?;
-    let mut data = Vec::with_capacity(records.len());
-    for record in &records {
-        data.push(object_of(&app, record, None).await?);
-    }
+    let data: Vec<CredentialObject> = credentials::list(&app, &caller)
+        .await
+        .map_err(|e| api_error(e, &caller, ""))?
+        .into_iter()
+        .map(|view| object_of(view, None))
+        .collect();
     Ok(Json(serde_json::json!({ "object": "list", "data": data })))
-}
-
-async fn find(app: &App, caller: &Caller, id: &str) -> Result<CredentialRecord, ApiError> {
-    app.store
-        .credential(&caller.merchant_id, caller.environment, id)
-        .await?
-        .ok_or_else(|| ApiError::not_found("credential", id))
 }
 
 /// Retrieve a credential, with its webhook URL and token.
@@ -393,8 +272,10 @@ pub async fn read(
     caller: Caller,
     Path(id): Path<String>,
 ) -> Result<Json<CredentialObject>, ApiError> {
-    let record = find(&app, &caller, &id).await?;
-    Ok(Json(object_of(&app, &record, None).await?))
+    let view = credentials::get(&app, &caller, &id)
+        .await
+        .map_err(|e| api_error(e, &caller, &id))?;
+    Ok(Json(object_of(view, None)))
 }
 
 /// Change a credential's label, order, active flag or fields (omitted fields keep their value).
@@ -411,60 +292,25 @@ pub async fn update(
     Path(id): Path<String>,
     JsonBody(mut body): JsonBody,
 ) -> Result<Json<CredentialObject>, ApiError> {
-    let mut record = find(&app, &caller, &id).await?;
-    if let Some(label) = body.string("label", 100)? {
-        record.label = label;
-    }
-    if let Some(active) = body.boolean("active")? {
-        record.active = active;
-    }
-    if let Some(position) = position_param(&mut body)? {
-        record.position = position;
-    }
-    if let Some(route_limit) = route_limit_param(&mut body)? {
-        record.route_limit = route_limit;
-    }
-    let fields = fields_param(&mut body)?;
-    let verify_on_save = body.boolean("verify")?.unwrap_or(true);
-    let register_webhook = body.boolean("register_webhook")?;
+    // A credential that does not exist is the answer, whatever the body says.
+    let record = credentials::find(&app, &caller, &id)
+        .await
+        .map_err(|e| api_error(e, &caller, &id))?;
+    let change = CredentialChange {
+        label: body.string("label", credentials::MAX_LABEL_CHARS)?,
+        active: body.boolean("active")?,
+        position: position_param(&mut body)?,
+        route_limit: route_limit_param(&mut body)?,
+        fields: fields_param(&mut body)?,
+        verify: body.boolean("verify")?.unwrap_or(true),
+        register_webhook: body.boolean("register_webhook")?,
+    };
     body.finish()?;
-    let fields_changed = fields.is_some();
-    let mut verification = None;
-    if let Some(fields) = fields {
-        let adapter = app.runtime.adapter(&record.provider).ok_or_else(|| {
-            ApiError::bad_request(
-                "provider_unknown",
-                format!(
-                    "The {} adapter is not installed, so its fields cannot be checked.",
-                    record.provider
-                ),
-            )
-        })?;
-        let existing = credentials::open_fields(&app.vault, &record)
-            .map_err(|e| ApiError::internal(format!("vault: {e}")))?;
-        let merged = credentials::validate(
-            adapter.manifest(),
-            caller.environment,
-            &fields,
-            Some(&existing),
-        )
-        .map_err(field_error)?;
-        if verify_on_save {
-            let token = webhook_token(&app, &record)?;
-            verification = Some(verify(&app, &adapter, &record, merged.clone(), &token).await?);
-        }
-        (record.public_fields, record.sealed_fields) =
-            credentials::seal(&app.vault, adapter.manifest(), &record.id, &merged);
-    }
-    record.updated_at = now_ms().max(record.updated_at + 1);
-    app.store.update_credential(&record).await?;
-    // New fields (another Pix key, another account) need the webhook registered again.
-    let register_again =
-        (fields_changed && register_webhook != Some(false)) || register_webhook == Some(true);
-    if register_again && let Some(adapter) = app.runtime.adapter(&record.provider) {
-        register(&app, &adapter, &record, true).await?;
-    }
-    Ok(Json(object_of(&app, &record, verification).await?))
+    let updated = credentials::update(&app, &caller, record, change)
+        .await
+        .map_err(|e| api_error(e, &caller, &id))?;
+    let verification = updated.verification.as_ref().map(Verification::of);
+    Ok(Json(object_of(updated.view, verification)))
 }
 
 /// Remove a credential: no new charge uses it; its charges keep their history.
@@ -477,13 +323,9 @@ pub async fn remove(
     caller: Caller,
     Path(id): Path<String>,
 ) -> Result<Json<serde_json::Value>, ApiError> {
-    if !app
-        .store
-        .delete_credential(&caller.merchant_id, caller.environment, &id)
-        .await?
-    {
-        return Err(ApiError::not_found("credential", &id));
-    }
+    credentials::remove(&app, &caller, &id)
+        .await
+        .map_err(|e| api_error(e, &caller, &id))?;
     Ok(Json(
         serde_json::json!({ "id": id, "object": "credential", "deleted": true }),
     ))

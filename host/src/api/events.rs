@@ -1,5 +1,5 @@
 //! `/v1/events`: every event the merchant's charges emitted, with each delivery and its
-//! attempts, and manual redelivery.
+//! attempts, and manual redelivery (`webhooks::endpoints::redeliver`, audited).
 
 use std::sync::Arc;
 
@@ -135,10 +135,6 @@ pub async fn redeliver(
     caller: Caller,
     Path(id): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
-    let event = find(&app, &caller, &id).await?;
-    let queued = app.store.redeliver_event(&event).await?;
-    app.outbox.wake();
-    Ok(Json(
-        json!({"id": event.id, "object": "event", "queued": queued}),
-    ))
+    let queued = crate::webhooks::endpoints::redeliver(&app, &caller, &id).await?;
+    Ok(Json(json!({"id": id, "object": "event", "queued": queued})))
 }

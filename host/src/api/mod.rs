@@ -6,6 +6,7 @@
 //!   `/v1/events`; [`notifications`]: `/api/wh/<uuid>`, where PSPs notify; [`adapters`]:
 //!   `/v1/adapters`; [`health`]: `/healthz`, `/readyz`, `/metrics`; [`openapi`]:
 //!   `/v1/openapi.json`.
+//! - The dashboard's routes ([`crate::web`]) join here, under the same layers.
 //! - [`auth`] turns an API key into a [`crate::charges::Caller`]; [`body`] reads JSON bodies
 //!   field by field; [`error`] is the one error type; [`psp_failure`] maps PSP failures to it.
 
@@ -40,6 +41,7 @@ pub fn router(app: Arc<App>) -> Router {
         .merge(adapters::router())
         .merge(health::router())
         .merge(openapi::router())
+        .merge(crate::web::router())
         .fallback(error::no_route)
         .layer(DefaultBodyLimit::max(body::MAX_BODY_BYTES))
         .route_layer(axum::middleware::from_fn(crate::metrics::http_middleware))

@@ -18,8 +18,10 @@ use crate::charges::Caller;
 use crate::domain::Environment;
 use crate::store::webhook_endpoints::EndpointRecord;
 use crate::store::{now_ms, rfc3339};
-use crate::vault::Aad;
-use crate::webhooks::{DEFAULT_EVENT_TYPES, EVENT_TYPES, signature};
+use crate::webhooks::EVENT_TYPES;
+use crate::webhooks::endpoints::{
+    self, Changes, EndpointError, EndpointUrl, EventTypes, NewEndpoint, Overlap,
+};
 
 pub fn router() -> Router<Arc<App>> {
     Router::new()
@@ -30,9 +32,6 @@ pub fn router() -> Router<Arc<App>> {
         )
         .route("/v1/webhook_endpoints/{id}/rotate_secret", post(rotate))
 }
-
-/// Longest overlap of a rotation: a week.
-const MAX_OVERLAP_SECONDS: i64 = 7 * 24 * 3600;
 
 /// A webhook endpoint.
 #[derive(Serialize, ToSchema)]
@@ -77,57 +76,68 @@ fn object_of(e: &EndpointRecord, secret: Option<String>) -> EndpointObject {
     }
 }
 
-fn secret_aad(id: &str) -> Aad {
-    Aad::new("webhook_endpoints", id, "secret")
+impl From<EndpointError> for ApiError {
+    fn from(e: EndpointError) -> Self {
+        match e {
+            EndpointError::UrlMissing => {
+                ApiError::invalid_param("url", "url is required: where events are POSTed.")
+                    .with_code("parameter_missing")
+            }
+            EndpointError::UrlRejected(_) => ApiError::invalid_param("url", e.to_string()),
+            EndpointError::UrlTooLong(_)
+            | EndpointError::NoEvents
+            | EndpointError::DescriptionTooLong(_)
+            | EndpointError::Overlap => {
+                let param = e.field().unwrap_or_default();
+                ApiError::invalid_param(param, format!("{e}."))
+            }
+            EndpointError::UnknownEvent(kind) => bad_event(&serde_json::Value::String(kind)),
+            EndpointError::NotFound(id) => ApiError::not_found("webhook endpoint", &id),
+            EndpointError::EventNotFound(id) => ApiError::not_found("event", &id),
+            EndpointError::Store(e) => ApiError::internal(e),
+        }
+    }
+}
+
+fn bad_event(value: &serde_json::Value) -> ApiError {
+    ApiError::invalid_param(
+        "events",
+        format!(
+            "events must be a list of: {}; got {value}.",
+            EVENT_TYPES.join(", ")
+        ),
+    )
 }
 
 async fn url_param(
     app: &App,
     caller: &Caller,
     body: &mut JsonObject,
-) -> Result<Option<String>, ApiError> {
-    let Some(url) = body.string("url", 2048)? else {
+) -> Result<Option<EndpointUrl>, ApiError> {
+    let Some(url) = body.string("url", endpoints::MAX_URL_CHARS)? else {
         return Ok(None);
     };
-    app.config
-        .delivery
-        .destinations
-        .check_url(&url, caller.environment)
-        .await
-        .map_err(|e| ApiError::invalid_param("url", format!("url: {e}")))?;
-    Ok(Some(url))
+    Ok(Some(
+        EndpointUrl::parse(&app.config.delivery.destinations, caller.environment, &url).await?,
+    ))
 }
 
-fn events_param(body: &mut JsonObject) -> Result<Option<Vec<String>>, ApiError> {
-    let Some((name, list)) = body.list("events")? else {
+fn events_param(body: &mut JsonObject) -> Result<Option<EventTypes>, ApiError> {
+    let Some((_, list)) = body.list("events")? else {
         return Ok(None);
     };
-    let mut events = Vec::new();
-    for value in list {
-        match value.as_str() {
-            Some(kind) if EVENT_TYPES.contains(&kind) => {
-                if !events.iter().any(|e: &String| e == kind) {
-                    events.push(kind.to_owned());
-                }
-            }
-            _ => {
-                return Err(ApiError::invalid_param(
-                    name,
-                    format!(
-                        "events must be a list of: {}; got {value}.",
-                        EVENT_TYPES.join(", ")
-                    ),
-                ));
-            }
-        }
+    let kinds = list
+        .iter()
+        .map(|value| value.as_str().ok_or_else(|| bad_event(value)))
+        .collect::<Result<Vec<&str>, ApiError>>()?;
+    Ok(Some(EventTypes::parse(kinds)?))
+}
+
+fn description_param(body: &mut JsonObject) -> Result<Option<String>, ApiError> {
+    match body.string("description", endpoints::MAX_DESCRIPTION_CHARS)? {
+        Some(text) => Ok(endpoints::description(&text)?),
+        None => Ok(None),
     }
-    if events.is_empty() {
-        return Err(ApiError::invalid_param(
-            name,
-            "events must name at least one event type.",
-        ));
-    }
-    Ok(Some(events))
 }
 
 /// Create a webhook endpoint; the answer shows its signing secret once.
@@ -140,37 +150,25 @@ pub async fn create(
     caller: Caller,
     JsonBody(mut body): JsonBody,
 ) -> Result<(StatusCode, Json<EndpointObject>), ApiError> {
-    let url = url_param(&app, &caller, &mut body).await?.ok_or_else(|| {
-        ApiError::invalid_param("url", "url is required: where events are POSTed.")
-            .with_code("parameter_missing")
-    })?;
-    let events = events_param(&mut body)?
-        .unwrap_or_else(|| DEFAULT_EVENT_TYPES.iter().map(|s| s.to_string()).collect());
-    let description = body.string("description", 200)?;
+    let url = url_param(&app, &caller, &mut body)
+        .await?
+        .ok_or(EndpointError::UrlMissing)?;
+    let events = events_param(&mut body)?.unwrap_or_else(EventTypes::default_set);
+    let description = description_param(&mut body)?;
     body.finish()?;
-    let id = format!("we_{}", uuid::Uuid::now_v7().simple());
-    let secret = signature::generate_secret();
-    let now = now_ms();
-    let endpoint = EndpointRecord {
-        secret_sealed: app.vault.seal(secret.as_bytes(), &secret_aad(&id)),
-        id,
-        merchant_id: caller.merchant_id.clone(),
-        environment: caller.environment,
-        url,
-        description,
-        events,
-        previous_secret_sealed: None,
-        previous_expires_at: None,
-        status: "enabled".into(),
-        disabled_reason: None,
-        failing_since: None,
-        created_at: now,
-        updated_at: now,
-    };
-    app.store.insert_webhook_endpoint(&endpoint).await?;
+    let created = endpoints::create(
+        &app,
+        &caller,
+        NewEndpoint {
+            url,
+            events,
+            description,
+        },
+    )
+    .await?;
     Ok((
         StatusCode::CREATED,
-        Json(object_of(&endpoint, Some(secret))),
+        Json(object_of(&created.endpoint, Some(created.secret))),
     ))
 }
 
@@ -182,19 +180,9 @@ pub async fn list(
     State(app): State<Arc<App>>,
     caller: Caller,
 ) -> Result<Json<serde_json::Value>, ApiError> {
-    let endpoints = app
-        .store
-        .webhook_endpoints(&caller.merchant_id, caller.environment)
-        .await?;
+    let endpoints = endpoints::list(&app, &caller).await?;
     let data: Vec<EndpointObject> = endpoints.iter().map(|e| object_of(e, None)).collect();
     Ok(Json(serde_json::json!({"object": "list", "data": data})))
-}
-
-async fn find(app: &App, caller: &Caller, id: &str) -> Result<EndpointRecord, ApiError> {
-    app.store
-        .webhook_endpoint(&caller.merchant_id, caller.environment, id)
-        .await?
-        .ok_or_else(|| ApiError::not_found("webhook endpoint", id))
 }
 
 /// Retrieve a webhook endpoint (without its secret).
@@ -207,7 +195,10 @@ pub async fn read(
     caller: Caller,
     Path(id): Path<String>,
 ) -> Result<Json<EndpointObject>, ApiError> {
-    Ok(Json(object_of(&find(&app, &caller, &id).await?, None)))
+    Ok(Json(object_of(
+        &endpoints::find(&app, &caller, &id).await?,
+        None,
+    )))
 }
 
 /// Change an endpoint's URL, events, description, or enable it again (`status: "enabled"`).
@@ -222,37 +213,26 @@ pub async fn update(
     Path(id): Path<String>,
     JsonBody(mut body): JsonBody,
 ) -> Result<Json<EndpointObject>, ApiError> {
-    let mut endpoint = find(&app, &caller, &id).await?;
-    if let Some(url) = url_param(&app, &caller, &mut body).await? {
-        endpoint.url = url;
-    }
-    if let Some(events) = events_param(&mut body)? {
-        endpoint.events = events;
-    }
-    if let Some(description) = body.string("description", 200)? {
-        endpoint.description = Some(description);
-    }
-    match body.string("status", 16)?.as_deref() {
-        None => {}
-        Some("enabled") => {
-            endpoint.status = "enabled".into();
-            endpoint.disabled_reason = None;
-            endpoint.failing_since = None;
-        }
-        Some("disabled") => {
-            endpoint.status = "disabled".into();
-            endpoint.disabled_reason = Some("disabled by the merchant".into());
-        }
-        Some(_) => {
-            return Err(ApiError::invalid_param(
-                "status",
-                "status must be \"enabled\" or \"disabled\".",
-            ));
-        }
-    }
+    // An unknown endpoint is a 404 whatever the body says.
+    endpoints::find(&app, &caller, &id).await?;
+    let changes = Changes {
+        url: url_param(&app, &caller, &mut body).await?,
+        events: events_param(&mut body)?,
+        description: description_param(&mut body)?.map(Some),
+        enabled: match body.string("status", 16)?.as_deref() {
+            None => None,
+            Some("enabled") => Some(true),
+            Some("disabled") => Some(false),
+            Some(_) => {
+                return Err(ApiError::invalid_param(
+                    "status",
+                    "status must be \"enabled\" or \"disabled\".",
+                ));
+            }
+        },
+    };
     body.finish()?;
-    endpoint.updated_at = now_ms();
-    app.store.update_webhook_endpoint(&endpoint).await?;
+    let endpoint = endpoints::update(&app, &caller, &id, changes).await?;
     Ok(Json(object_of(&endpoint, None)))
 }
 
@@ -266,8 +246,7 @@ pub async fn remove(
     caller: Caller,
     Path(id): Path<String>,
 ) -> Result<Json<serde_json::Value>, ApiError> {
-    let endpoint = find(&app, &caller, &id).await?;
-    app.store.delete_webhook_endpoint(&endpoint.id).await?;
+    endpoints::delete(&app, &caller, &id).await?;
     Ok(Json(
         serde_json::json!({"id": id, "object": "webhook_endpoint", "deleted": true}),
     ))
@@ -286,23 +265,11 @@ pub async fn rotate(
     Path(id): Path<String>,
     JsonBody(mut body): JsonBody,
 ) -> Result<Json<EndpointObject>, ApiError> {
-    let overlap = body.integer("overlap_seconds")?.unwrap_or(86_400);
-    if !(0..=MAX_OVERLAP_SECONDS).contains(&overlap) {
-        return Err(ApiError::invalid_param(
-            "overlap_seconds",
-            "overlap_seconds must be between 0 and 604800.",
-        ));
-    }
+    let overlap = match body.integer("overlap_seconds")? {
+        Some(seconds) => Overlap::seconds(seconds)?,
+        None => Overlap::default(),
+    };
     body.finish()?;
-    let mut endpoint = find(&app, &caller, &id).await?;
-    let secret = signature::generate_secret();
-    let now = now_ms();
-    endpoint.previous_secret_sealed = Some(std::mem::replace(
-        &mut endpoint.secret_sealed,
-        app.vault.seal(secret.as_bytes(), &secret_aad(&endpoint.id)),
-    ));
-    endpoint.previous_expires_at = Some(now + overlap * 1000);
-    endpoint.updated_at = now;
-    app.store.update_webhook_endpoint(&endpoint).await?;
-    Ok(Json(object_of(&endpoint, Some(secret))))
+    let rotated = endpoints::rotate_secret(&app, &caller, &id, overlap).await?;
+    Ok(Json(object_of(&rotated.endpoint, Some(rotated.secret))))
 }

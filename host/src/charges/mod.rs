@@ -1,5 +1,8 @@
-//! Charges: create one at a PSP, read them, cancel one. HTTP-free; `api::charges` maps these
-//! outcomes to responses.
+//! Charges: create one at a PSP, read them, cancel one. HTTP-free; `api::charges` and
+//! `web::charges` map these outcomes to responses.
+//!
+//! A charge made by a dashboard user keeps them as its operator (a cashier's sale); a cancel is
+//! written to the audit log with whoever asked for it.
 //!
 //! Creation writes the charge as `creating` (with the gateway's reference) before the PSP is
 //! called, so whatever the PSP did can be found again: a refusal removes the row (nothing exists
@@ -9,6 +12,7 @@
 pub mod object;
 
 use crate::app::App;
+use crate::audit::{self, Actor};
 use crate::domain::{Amount, BrCode, ChargeId, Document, Email, Environment, Reference};
 use crate::runtime::{self, CallError, PspError};
 use crate::store::charges::{ChargeRecord, ChargeState, PspUpdate};
@@ -21,11 +25,14 @@ pub const MIN_EXPIRES_IN: u32 = 60;
 /// 14 days: the longest every supported PSP accepts.
 pub const MAX_EXPIRES_IN: u32 = 1_209_600;
 
-/// The merchant and environment a request acts for.
+/// The merchant and environment a request acts for, and who is acting (for the audit log).
 #[derive(Debug, Clone)]
 pub struct Caller {
     pub merchant_id: String,
     pub environment: Environment,
+    pub actor: crate::audit::Actor,
+    /// The client's address, when the request came over the network.
+    pub ip: Option<std::net::IpAddr>,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -277,6 +284,10 @@ impl App {
             end_to_end_id: None,
             amount_paid: None,
             routing: routing.cloned(),
+            operator_id: match &caller.actor {
+                Actor::User { id, .. } => Some(id.clone()),
+                Actor::ApiKey { .. } | Actor::System => None,
+            },
             created_at: now,
             updated_at: now,
         };
@@ -413,9 +424,16 @@ impl App {
         }
     }
 
-    /// Asks the PSP to cancel a charge that can still be paid.
+    /// Whether the PSP holding `provider`'s charges lets them be canceled.
+    pub fn cancel_supported(&self, provider: &str) -> bool {
+        self.runtime.adapter(provider).is_some_and(|a| cancels(&a))
+    }
+
+    /// Asks the PSP to cancel a charge that can still be paid, for `caller` (recorded in the
+    /// audit log as `charge.cancel`).
     pub async fn cancel_charge(
         &self,
+        caller: &Caller,
         charge: ChargeRecord,
         request_id: &str,
     ) -> Result<ChargeRecord, ChargeError> {
@@ -425,11 +443,7 @@ impl App {
             });
         }
         let adapter = self.adapter_for(&charge.provider)?;
-        if !adapter
-            .manifest()
-            .capabilities
-            .contains(runtime::Capabilities::CANCEL_CHARGE)
-        {
+        if !cancels(&adapter) {
             return Err(ChargeError::CancelUnsupported {
                 provider: charge.provider.clone(),
             });
@@ -476,6 +490,19 @@ impl App {
                 status: current.status,
             });
         }
+        // The charge is canceled at the PSP whatever happens next: an audit write that fails
+        // is logged by `record` and must not turn this answer into an error.
+        let _ = audit::record(
+            &self.store,
+            caller,
+            "charge.cancel",
+            Some(("charge", &current.id)),
+            format!(
+                "{} centavos at {} canceled",
+                current.amount, current.provider
+            ),
+        )
+        .await;
         Ok(current)
     }
 }
@@ -556,6 +583,14 @@ impl App {
         let prepared = self.connection_of(&adapter, charge).await?;
         Ok((adapter, prepared))
     }
+}
+
+/// Whether `adapter` declares the cancel capability.
+fn cancels(adapter: &runtime::Adapter) -> bool {
+    adapter
+        .manifest()
+        .capabilities
+        .contains(runtime::Capabilities::CANCEL_CHARGE)
 }
 
 /// Whether a failed create certainly left nothing at the PSP.

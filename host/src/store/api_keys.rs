@@ -68,25 +68,52 @@ impl Store {
         rows.iter().map(record_of).collect()
     }
 
-    pub async fn api_keys(&self, merchant_id: &str) -> Result<Vec<ApiKeyRecord>, StoreError> {
+    /// A merchant's keys, of one environment or both, newest first.
+    pub async fn api_keys(
+        &self,
+        merchant_id: &str,
+        environment: Option<Environment>,
+    ) -> Result<Vec<ApiKeyRecord>, StoreError> {
         let rows = sqlx::query(&format!(
-            "SELECT {COLUMNS} FROM api_keys WHERE merchant_id = $1 ORDER BY created_at, id"
+            "SELECT {COLUMNS} FROM api_keys WHERE merchant_id = $1 \
+             AND ($2 IS NULL OR environment = $2) ORDER BY created_at DESC, id DESC"
         ))
         .bind(merchant_id)
+        .bind(environment.map(Environment::as_str))
         .fetch_all(self.pool())
         .await?;
         rows.iter().map(record_of).collect()
     }
 
-    /// Revokes a key; `false` when no unrevoked key has that id.
-    pub async fn revoke_api_key(&self, id: &str) -> Result<bool, StoreError> {
-        let done =
-            sqlx::query("UPDATE api_keys SET revoked_at = $1 WHERE id = $2 AND revoked_at IS NULL")
-                .bind(now_ms())
-                .bind(id)
-                .execute(self.pool())
-                .await?;
-        Ok(done.rows_affected() == 1)
+    /// A key by its id, whoever's it is: for the operator's CLI.
+    pub async fn api_key(&self, id: &str) -> Result<Option<ApiKeyRecord>, StoreError> {
+        let row = sqlx::query(&format!("SELECT {COLUMNS} FROM api_keys WHERE id = $1"))
+            .bind(id)
+            .fetch_optional(self.pool())
+            .await?;
+        row.as_ref().map(record_of).transpose()
+    }
+
+    /// Revokes one of a merchant's keys of `environment`; the key as revoked, or `None` when
+    /// that merchant has no such key still active.
+    pub async fn revoke_api_key(
+        &self,
+        merchant_id: &str,
+        environment: Environment,
+        id: &str,
+    ) -> Result<Option<ApiKeyRecord>, StoreError> {
+        let row = sqlx::query(&format!(
+            "UPDATE api_keys SET revoked_at = $1 \
+             WHERE id = $2 AND merchant_id = $3 AND environment = $4 AND revoked_at IS NULL \
+             RETURNING {COLUMNS}"
+        ))
+        .bind(now_ms())
+        .bind(id)
+        .bind(merchant_id)
+        .bind(environment.as_str())
+        .fetch_optional(self.pool())
+        .await?;
+        row.as_ref().map(record_of).transpose()
     }
 
     /// Records a use. Callers throttle it: one write per key per minute is plenty.

@@ -83,6 +83,8 @@ pub struct ChargeRecord {
     pub amount_paid: Option<i64>,
     /// How a routed charge was placed: `{mode, selected_provider, attempted_providers}`.
     pub routing: Option<serde_json::Value>,
+    /// The dashboard user who made the charge (a cashier's sale); `None` for the API's.
+    pub operator_id: Option<String>,
     pub created_at: i64,
     pub updated_at: i64,
 }
@@ -101,11 +103,23 @@ pub struct PspUpdate {
     pub next_check_at: Option<Option<i64>>,
 }
 
-/// Filters of `GET /v1/charges`, already validated.
+/// See [`Store::charge_summary`].
+#[derive(Debug, Clone, Default)]
+pub struct ChargeSummary {
+    pub created: i64,
+    pub paid: i64,
+    pub paid_amount: i64,
+    pub ever_created: bool,
+    pub ever_paid: bool,
+}
+
+/// Filters of a charge listing (`GET /v1/charges`, the dashboard's), already validated.
 #[derive(Debug, Clone, Default)]
 pub struct ChargeFilter {
     pub status: Option<ChargeState>,
     pub provider: Option<String>,
+    /// Only this operator's charges (a cashier's own sales).
+    pub operator_id: Option<String>,
     pub created_gte: Option<i64>,
     pub created_lt: Option<i64>,
     /// Charges strictly older than this id (ids sort by creation).
@@ -116,7 +130,7 @@ pub struct ChargeFilter {
 const COLUMNS: &str = "id, merchant_id, environment, credential_id, provider, reference, psp_id, \
     status, amount, description, payer_email, payer_name, payer_document, copy_paste, \
     qr_png_base64, expires_at, metadata, paid_at, end_to_end_id, amount_paid, created_at, updated_at, \
-    routing";
+    routing, operator_id";
 
 impl Store {
     /// Writes a `creating` charge. `false` when a charge with this reference exists already
@@ -124,7 +138,7 @@ impl Store {
     pub async fn insert_creating_charge(&self, c: &ChargeRecord) -> Result<bool, StoreError> {
         let done = sqlx::query(&format!(
             "INSERT INTO charges ({COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, \
-             $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23) \
+             $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24) \
              ON CONFLICT (reference) DO NOTHING"
         ))
         .bind(&c.id)
@@ -150,6 +164,7 @@ impl Store {
         .bind(c.created_at)
         .bind(c.updated_at)
         .bind(c.routing.as_ref().map(|r| r.to_string()))
+        .bind(&c.operator_id)
         .execute(self.pool())
         .await?;
         Ok(done.rows_affected() == 1)
@@ -187,6 +202,38 @@ impl Store {
         row.as_ref().map(record_of).transpose()
     }
 
+    /// Counts for the dashboard's overview: charges created since `since` and, of those, the
+    /// paid ones with their total; and whether the merchant ever had a charge, and a paid one.
+    pub async fn charge_summary(
+        &self,
+        merchant_id: &str,
+        environment: Environment,
+        since: i64,
+    ) -> Result<ChargeSummary, StoreError> {
+        let row = sqlx::query(
+            "SELECT \
+               COUNT(CASE WHEN created_at >= $3 THEN 1 END), \
+               COUNT(CASE WHEN created_at >= $3 AND status = 'paid' THEN 1 END), \
+               CAST(COALESCE(SUM(CASE WHEN created_at >= $3 AND status = 'paid' \
+                                 THEN COALESCE(amount_paid, amount) END), 0) AS BIGINT), \
+               COUNT(*), \
+               COUNT(CASE WHEN status = 'paid' THEN 1 END) \
+             FROM charges WHERE merchant_id = $1 AND environment = $2 AND status <> 'creating'",
+        )
+        .bind(merchant_id)
+        .bind(environment.as_str())
+        .bind(since)
+        .fetch_one(self.pool())
+        .await?;
+        Ok(ChargeSummary {
+            created: row.get(0),
+            paid: row.get(1),
+            paid_amount: row.get(2),
+            ever_created: row.get::<i64, _>(3) > 0,
+            ever_paid: row.get::<i64, _>(4) > 0,
+        })
+    }
+
     /// Newest first, `limit + 1` rows so the caller can tell whether more follow.
     pub async fn charges(
         &self,
@@ -209,6 +256,9 @@ impl Store {
         if filter.provider.is_some() {
             next(" AND provider = ?", &mut sql);
         }
+        if filter.operator_id.is_some() {
+            next(" AND operator_id = ?", &mut sql);
+        }
         if filter.created_gte.is_some() {
             next(" AND created_at >= ?", &mut sql);
         }
@@ -227,6 +277,9 @@ impl Store {
         }
         if let Some(provider) = &filter.provider {
             query = query.bind(provider.as_str());
+        }
+        if let Some(operator) = &filter.operator_id {
+            query = query.bind(operator.as_str());
         }
         if let Some(t) = filter.created_gte {
             query = query.bind(t);
@@ -448,5 +501,6 @@ fn record_of(r: &sqlx::any::AnyRow) -> Result<ChargeRecord, StoreError> {
             .map(|text| serde_json::from_str(&text))
             .transpose()
             .map_err(|e| StoreError::Corrupt(format!("charge routing: {e}")))?,
+        operator_id: r.get(23),
     })
 }

@@ -1,8 +1,11 @@
 //! PSP credentials: a merchant's account at one PSP in one environment. Secret fields and the
-//! webhook token are stored sealed by the vault; the rest as JSON text.
+//! webhook token are stored sealed by the vault; the rest as JSON text. Beside each record, the
+//! outcome of its last checks at the PSP ([`CredentialChecks`]): trying the fields, registering
+//! the webhook URL.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
+use serde::{Deserialize, Serialize};
 use sqlx::Row;
 
 use super::{Store, StoreError};
@@ -27,6 +30,84 @@ pub struct CredentialRecord {
     pub route_limit: i64,
     pub created_at: i64,
     pub updated_at: i64,
+}
+
+/// How trying a credential at its PSP went when its fields were last saved.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Verification {
+    pub status: VerificationStatus,
+    /// Why the PSP could not be asked (`unreachable`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+    /// Unix milliseconds.
+    pub at: i64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum VerificationStatus {
+    /// The PSP accepted the credential.
+    Ok,
+    /// Saved without an answer: the PSP could not be reached.
+    Unreachable,
+    /// The adapter cannot check credentials.
+    Unsupported,
+    /// Saved without trying (`verify: false`).
+    Skipped,
+}
+
+impl VerificationStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            VerificationStatus::Ok => "ok",
+            VerificationStatus::Unreachable => "unreachable",
+            VerificationStatus::Unsupported => "unsupported",
+            VerificationStatus::Skipped => "skipped",
+        }
+    }
+}
+
+/// How registering the credential's webhook URL at the PSP went. Stored in the shape the API
+/// shows (`webhook.registration`), `at` in RFC 3339.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Registration {
+    pub status: RegistrationStatus,
+    /// The PSP's words for `failed`; what to set up for `manual`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+    /// The likely remedy for `failed`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hint: Option<String>,
+    pub at: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RegistrationStatus {
+    Registered,
+    Failed,
+    /// The PSP takes its webhook in its own dashboard: the merchant sets it there.
+    Manual,
+    /// Not asked (`register_webhook: false`).
+    Skipped,
+}
+
+impl RegistrationStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RegistrationStatus::Registered => "registered",
+            RegistrationStatus::Failed => "failed",
+            RegistrationStatus::Manual => "manual",
+            RegistrationStatus::Skipped => "skipped",
+        }
+    }
+}
+
+/// The outcomes of a credential's last checks at its PSP; `None` when never recorded.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CredentialChecks {
+    pub verification: Option<Verification>,
+    pub registration: Option<Registration>,
 }
 
 const COLUMNS: &str = "id, merchant_id, environment, provider, label, public_fields, \
@@ -159,31 +240,85 @@ impl Store {
         row.as_ref().map(record_of).transpose()
     }
 
-    /// Records how registering the webhook at the PSP went (JSON), shown on the credential.
+    /// Records how registering the webhook at the PSP went.
     pub async fn set_webhook_registration(
         &self,
         id: &str,
-        outcome: &serde_json::Value,
+        outcome: &Registration,
     ) -> Result<(), StoreError> {
         sqlx::query("UPDATE credentials SET webhook_registration = $1 WHERE id = $2")
-            .bind(outcome.to_string())
+            .bind(to_json(outcome))
             .bind(id)
             .execute(self.pool())
             .await?;
         Ok(())
     }
 
-    pub async fn webhook_registration(
+    /// Records how trying the credential's fields at the PSP went.
+    pub async fn set_verification(
         &self,
         id: &str,
-    ) -> Result<Option<serde_json::Value>, StoreError> {
-        let row = sqlx::query("SELECT webhook_registration FROM credentials WHERE id = $1")
+        outcome: &Verification,
+    ) -> Result<(), StoreError> {
+        sqlx::query("UPDATE credentials SET verification = $1 WHERE id = $2")
+            .bind(to_json(outcome))
             .bind(id)
-            .fetch_optional(self.pool())
+            .execute(self.pool())
             .await?;
-        Ok(row
-            .and_then(|r| r.get::<Option<String>, _>(0))
-            .and_then(|text| serde_json::from_str(&text).ok()))
+        Ok(())
+    }
+
+    pub async fn credential_checks(&self, id: &str) -> Result<CredentialChecks, StoreError> {
+        let row =
+            sqlx::query("SELECT verification, webhook_registration FROM credentials WHERE id = $1")
+                .bind(id)
+                .fetch_optional(self.pool())
+                .await?;
+        Ok(row.as_ref().map(checks_of).unwrap_or_default())
+    }
+
+    /// The checks of every credential [`Store::credentials`] lists, by credential id.
+    pub async fn credentials_checks(
+        &self,
+        merchant_id: &str,
+        environment: Environment,
+    ) -> Result<HashMap<String, CredentialChecks>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT verification, webhook_registration, id FROM credentials \
+             WHERE merchant_id = $1 AND environment = $2 AND deleted_at IS NULL",
+        )
+        .bind(merchant_id)
+        .bind(environment.as_str())
+        .fetch_all(self.pool())
+        .await?;
+        Ok(rows.iter().map(|r| (r.get(2), checks_of(r))).collect())
+    }
+
+    /// Gives the merchant's credentials in `ordered` positions 0, 1, 2… in one transaction;
+    /// ids of other merchants or environments change nothing.
+    pub async fn reorder_credentials(
+        &self,
+        merchant_id: &str,
+        environment: Environment,
+        ordered: &[&str],
+        updated_at: i64,
+    ) -> Result<(), StoreError> {
+        let mut tx = self.pool().begin().await?;
+        for (position, id) in ordered.iter().enumerate() {
+            sqlx::query(
+                "UPDATE credentials SET position = $1, updated_at = $2 \
+                 WHERE id = $3 AND merchant_id = $4 AND environment = $5 AND position <> $1",
+            )
+            .bind(position as i64)
+            .bind(updated_at)
+            .bind(*id)
+            .bind(merchant_id)
+            .bind(environment.as_str())
+            .execute(&mut *tx)
+            .await?;
+        }
+        tx.commit().await?;
+        Ok(())
     }
 
     /// Every credential, deleted ones included: for re-encryption under a new master key.
@@ -217,6 +352,22 @@ impl Store {
 
 fn json(fields: &BTreeMap<String, String>) -> String {
     serde_json::to_string(fields).expect("a map of strings serialises")
+}
+
+fn to_json(value: &impl Serialize) -> String {
+    serde_json::to_string(value).expect("check outcomes serialise")
+}
+
+/// Columns 0 and 1 of a row: `verification`, `webhook_registration`. A value that no longer
+/// parses is shown as never recorded rather than failing the page.
+fn checks_of(r: &sqlx::any::AnyRow) -> CredentialChecks {
+    fn parse<T: for<'de> Deserialize<'de>>(text: Option<String>) -> Option<T> {
+        text.and_then(|t| serde_json::from_str(&t).ok())
+    }
+    CredentialChecks {
+        verification: parse(r.get(0)),
+        registration: parse(r.get(1)),
+    }
 }
 
 fn fields_of(text: String) -> Result<BTreeMap<String, String>, StoreError> {

@@ -45,6 +45,15 @@ pub struct AttemptRecord {
     pub response_excerpt: Option<String>,
 }
 
+/// A delivery as a listing shows it: with its event's type and charge, and its endpoint's URL.
+#[derive(Debug, Clone)]
+pub struct DeliveryListing {
+    pub delivery: DeliveryRecord,
+    pub event_kind: String,
+    pub charge_id: Option<String>,
+    pub endpoint_url: String,
+}
+
 /// A delivery this worker holds the lease of, with what it needs to send it.
 #[derive(Debug, Clone)]
 pub struct DueDelivery {
@@ -186,6 +195,40 @@ impl Store {
                 latency_ms: r.get(3),
                 error: r.get(4),
                 response_excerpt: r.get(5),
+            })
+            .collect())
+    }
+
+    /// The merchant's latest deliveries in `environment` (to one endpoint, or to any), newest
+    /// event first.
+    pub async fn recent_deliveries(
+        &self,
+        merchant_id: &str,
+        environment: Environment,
+        endpoint_id: Option<&str>,
+        limit: i64,
+    ) -> Result<Vec<DeliveryListing>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT d.id, d.event_id, d.endpoint_id, d.status, d.attempts, d.next_attempt_at, \
+             d.last_status, d.last_error, d.created_at, d.delivered_at, e.type, e.charge_id, w.url \
+             FROM webhook_deliveries d JOIN events e ON e.id = d.event_id \
+             JOIN webhook_endpoints w ON w.id = d.endpoint_id \
+             WHERE e.merchant_id = $1 AND e.environment = $2 AND ($3 IS NULL OR d.endpoint_id = $3) \
+             ORDER BY e.id DESC, d.id DESC LIMIT $4",
+        )
+        .bind(merchant_id)
+        .bind(environment.as_str())
+        .bind(endpoint_id)
+        .bind(limit)
+        .fetch_all(self.pool())
+        .await?;
+        Ok(rows
+            .iter()
+            .map(|r| DeliveryListing {
+                delivery: delivery_of(r),
+                event_kind: r.get(10),
+                charge_id: r.get(11),
+                endpoint_url: r.get(12),
             })
             .collect())
     }

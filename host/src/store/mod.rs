@@ -6,10 +6,12 @@
 //! `RETURNING`. The schema lives in `migrations/sqlite` and `migrations/postgres`, embedded in
 //! the binary. One module per table family: [`merchants`], [`api_keys`], [`credentials`],
 //! [`charges`], [`idempotency`], [`inbound`] (PSP notifications), [`webhook_endpoints`] and
-//! [`events`] (with the outbox of deliveries), [`routing`].
+//! [`events`] (with the outbox of deliveries), [`routing`]; for the dashboard [`users`] (with
+//! memberships and invitations), [`sessions`] (with sign-in throttling) and [`audit`].
 
 pub mod adapter_cache;
 pub mod api_keys;
+pub mod audit;
 pub mod charges;
 pub mod credentials;
 pub mod events;
@@ -17,6 +19,8 @@ pub mod idempotency;
 pub mod inbound;
 pub mod merchants;
 pub mod routing;
+pub mod sessions;
+pub mod users;
 pub mod webhook_endpoints;
 
 use std::str::FromStr;

@@ -16,6 +16,20 @@ pub struct AttemptRecord {
     pub message: Option<String>,
 }
 
+/// One recorded try, as read back.
+#[derive(Debug, Clone)]
+pub struct AttemptRow {
+    /// 1, 2, … in the order they were made.
+    pub attempt: i64,
+    pub provider: String,
+    /// `created`, `rejected`, `unavailable`, `bad_credentials`, `not_found`, `ambiguous`,
+    /// `found`, `absent`, `unknown` or `fault`.
+    pub outcome: String,
+    /// What went wrong, in the adapter's words.
+    pub message: Option<String>,
+    pub at: i64,
+}
+
 impl Store {
     /// Takes the next turn of the merchant's round robin: 0, 1, 2, … across every gateway
     /// sharing the database (one atomic upsert).
@@ -52,17 +66,24 @@ impl Store {
         Ok(())
     }
 
-    /// The attempts made for a reference, in order: (provider, outcome).
-    pub async fn charge_attempts(
-        &self,
-        reference: &str,
-    ) -> Result<Vec<(String, String)>, StoreError> {
+    /// The attempts made for a reference, in order.
+    pub async fn charge_attempts(&self, reference: &str) -> Result<Vec<AttemptRow>, StoreError> {
         let rows = sqlx::query(
-            "SELECT provider, outcome FROM charge_attempts WHERE reference = $1 ORDER BY attempt",
+            "SELECT attempt, provider, outcome, message, at FROM charge_attempts \
+             WHERE reference = $1 ORDER BY attempt",
         )
         .bind(reference)
         .fetch_all(self.pool())
         .await?;
-        Ok(rows.iter().map(|r| (r.get(0), r.get(1))).collect())
+        Ok(rows
+            .iter()
+            .map(|r| AttemptRow {
+                attempt: r.get(0),
+                provider: r.get(1),
+                outcome: r.get(2),
+                message: r.get(3),
+                at: r.get(4),
+            })
+            .collect())
     }
 }

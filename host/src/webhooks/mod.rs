@@ -5,12 +5,15 @@
 //! - [`outbound`]: events to merchants' endpoints — the delivery worker, retries, endpoint health.
 //! - [`signature`]: Standard Webhooks signing (`webhook-id`, `webhook-timestamp`,
 //!   `webhook-signature`) and `whsec_` secrets.
+//! - [`endpoints`]: merchants' endpoints (create, change, rotate the secret, delete) and
+//!   manual redelivery, for the API and the dashboard alike.
 //! - [`destination`]: which merchant URLs may be called (no loopback or private addresses
 //!   unless the operator allows them).
 //!
 //! [`event_for`] builds the one event format every PSP's changes are reported in.
 
 pub mod destination;
+pub mod endpoints;
 pub mod inbound;
 pub mod outbound;
 pub mod signature;

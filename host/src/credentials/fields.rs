@@ -1,65 +1,146 @@
-//! PSP credentials: a merchant's account at one PSP, as the adapter's manifest describes it.
+//! A credential's fields as the adapter's manifest describes them: checking what the merchant
+//! sent ([`validate`]), splitting it into what is stored in clear and what is sealed
+//! ([`seal`]), and opening it again ([`open_fields`]).
 //!
-//! On save the fields are checked against the manifest (unknown, missing, PEMs that do not
-//! parse, a certificate that does not match its key or has expired, a key whose prefix
-//! contradicts the environment) with errors naming the field and the fix. Secrets, private keys
-//! and the webhook token are sealed by the [`Vault`]; nothing else is secret. For a call, the
-//! record is opened into the runtime's [`Credential`] and prepared once per adapter version.
+//! Validation refuses unknown and missing fields, values over 64 KiB, PEMs that do not parse,
+//! a certificate that does not match its key or has expired, and a key whose prefix belongs to
+//! the other environment. Each refusal is a [`FieldError`] naming the field and the
+//! [`FieldProblem`], so the API can phrase it in English and the dashboard in its language.
 
-use std::collections::{BTreeMap, HashMap};
-use std::sync::Arc;
-
-use parking_lot::Mutex;
+use std::collections::BTreeMap;
+use std::fmt;
 
 use crate::domain::Environment;
-use crate::runtime::{self, Adapter, Credential, PreparedCredential};
+use crate::runtime::{self, FieldKind};
 use crate::store::credentials::CredentialRecord;
-use crate::store::now_ms;
 use crate::vault::{Aad, Vault, VaultError};
 
+/// The longest value a field may hold: a certificate chain fits with room to spare.
+pub const MAX_FIELD_BYTES: usize = 64 * 1024;
+
 /// A field the merchant sent that cannot be saved, and why.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{field}: {message}")]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FieldError {
     /// The field's name, as the manifest declares it.
     pub field: String,
-    pub message: String,
+    pub problem: FieldProblem,
 }
 
-fn field_error(field: &str, message: impl Into<String>) -> FieldError {
+/// Why a field's value cannot be saved.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FieldProblem {
+    /// The adapter has no such field.
+    Unknown {
+        provider: String,
+        known: Vec<String>,
+    },
+    Required {
+        label: String,
+    },
+    TooLong,
+    /// The value starts with the other environment's prefix (`sk_live_` in test).
+    OtherEnvironment {
+        /// The credential's environment.
+        environment: Environment,
+        found: String,
+        expected: String,
+    },
+    /// The value does not start with this environment's prefix.
+    WrongPrefix {
+        environment: Environment,
+        expected: String,
+    },
+    /// A PEM that does not parse, a certificate that does not match its key or is not valid
+    /// now: the check's own words.
+    Pem(String),
+}
+
+impl FieldError {
+    /// The API's wording, e.g. `must start with "sk_test_" in the test environment`.
+    pub fn message(&self) -> String {
+        match &self.problem {
+            FieldProblem::Unknown { provider, known } => format!(
+                "{provider} credentials have no field {:?}; the fields are: {}",
+                self.field,
+                known.join(", ")
+            ),
+            FieldProblem::Required { label } => format!("{label} ({}) is required", self.field),
+            FieldProblem::TooLong => "is longer than 64 KiB".to_owned(),
+            FieldProblem::OtherEnvironment {
+                environment,
+                found,
+                expected,
+            } => {
+                let other = other_environment(*environment).as_str();
+                format!(
+                    "starts with {found:?}, which is a {other} key, but this is a {} \
+                     credential: use the key that starts with {expected:?}, or save it with a \
+                     {other} API key",
+                    environment.as_str()
+                )
+            }
+            FieldProblem::WrongPrefix {
+                environment,
+                expected,
+            } => format!(
+                "must start with {expected:?} in the {} environment",
+                environment.as_str()
+            ),
+            FieldProblem::Pem(message) => message.clone(),
+        }
+    }
+}
+
+impl fmt::Display for FieldError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.field, self.message())
+    }
+}
+
+impl std::error::Error for FieldError {}
+
+/// The environment a key of `environment`'s credential must not come from.
+pub fn other_environment(environment: Environment) -> Environment {
+    match environment {
+        Environment::Test => Environment::Live,
+        Environment::Live => Environment::Test,
+    }
+}
+fn field_error(field: &str, problem: FieldProblem) -> FieldError {
     FieldError {
         field: field.to_owned(),
-        message: message.into(),
+        problem,
     }
 }
 
 /// Whether a field is sealed at rest.
-fn is_secret(kind: runtime::FieldKind) -> bool {
-    use runtime::FieldKind::*;
-    matches!(kind, Secret | ClientPrivateKey | ClientIdentity)
+pub fn is_secret(kind: FieldKind) -> bool {
+    matches!(
+        kind,
+        FieldKind::Secret | FieldKind::ClientPrivateKey | FieldKind::ClientIdentity
+    )
 }
 
 /// Checks `fields` against the manifest for `environment`. `existing` are the fields already
-/// saved (on an update, omitted fields keep their value).
+/// saved (on an update, omitted fields keep their value; an empty value removes one).
 pub fn validate(
     manifest: &runtime::Manifest,
     environment: Environment,
     fields: &BTreeMap<String, String>,
     existing: Option<&BTreeMap<String, String>>,
 ) -> Result<BTreeMap<String, String>, FieldError> {
-    let known: Vec<&str> = manifest
+    let known: Vec<String> = manifest
         .credential_fields
         .iter()
-        .map(|f| f.name.as_str())
+        .map(|f| f.name.clone())
         .collect();
-    if let Some(unknown) = fields.keys().find(|k| !known.contains(&k.as_str())) {
+    if let Some(unknown) = fields.keys().find(|k| !known.contains(k)) {
         return Err(field_error(
             unknown,
-            format!(
-                "{} credentials have no field {unknown:?}; the fields are: {}",
-                manifest.id,
-                known.join(", ")
-            ),
+            FieldProblem::Unknown {
+                provider: manifest.id.clone(),
+                known,
+            },
         ));
     }
     let mut merged = existing.cloned().unwrap_or_default();
@@ -68,39 +149,39 @@ pub fn validate(
     }
     merged.retain(|_, v| !v.is_empty());
     for spec in &manifest.credential_fields {
-        let value = merged.get(&spec.name);
-        let Some(value) = value else {
+        let Some(value) = merged.get(&spec.name) else {
             if spec.required {
                 return Err(field_error(
                     &spec.name,
-                    format!("{} ({}) is required", spec.label, spec.name),
+                    FieldProblem::Required {
+                        label: spec.label.clone(),
+                    },
                 ));
             }
             continue;
         };
-        if value.len() > 64 * 1024 {
-            return Err(field_error(&spec.name, "is longer than 64 KiB"));
+        if value.len() > MAX_FIELD_BYTES {
+            return Err(field_error(&spec.name, FieldProblem::TooLong));
         }
         if let Some(prefixes) = &spec.value_prefix {
-            let (expected, other, other_env) = match environment {
-                Environment::Test => (&prefixes.test, &prefixes.live, "live"),
-                Environment::Live => (&prefixes.live, &prefixes.test, "test"),
+            let (expected, other) = match environment {
+                Environment::Test => (&prefixes.test, &prefixes.live),
+                Environment::Live => (&prefixes.live, &prefixes.test),
             };
             if !value.starts_with(expected.as_str()) {
-                let why = if value.starts_with(other.as_str()) {
-                    format!(
-                        "starts with {other:?}, which is a {other_env} key, but this is a {} \
-                         credential: use the key that starts with {expected:?}, or save it \
-                         with a {other_env} API key",
-                        environment.as_str()
-                    )
+                let problem = if value.starts_with(other.as_str()) {
+                    FieldProblem::OtherEnvironment {
+                        environment,
+                        found: other.clone(),
+                        expected: expected.clone(),
+                    }
                 } else {
-                    format!(
-                        "must start with {expected:?} in the {} environment",
-                        environment.as_str()
-                    )
+                    FieldProblem::WrongPrefix {
+                        environment,
+                        expected: expected.clone(),
+                    }
                 };
-                return Err(field_error(&spec.name, why));
+                return Err(field_error(&spec.name, problem));
             }
         }
     }
@@ -113,7 +194,6 @@ fn check_pems(
     manifest: &runtime::Manifest,
     fields: &BTreeMap<String, String>,
 ) -> Result<(), FieldError> {
-    use runtime::FieldKind;
     let of_kind = |kind: FieldKind| {
         manifest
             .credential_fields
@@ -121,6 +201,7 @@ fn check_pems(
             .find(|f| f.kind == kind)
             .and_then(|f| fields.get(&f.name).map(|v| (f.name.as_str(), v.as_str())))
     };
+    let pem_error = |field: &str, message: String| field_error(field, FieldProblem::Pem(message));
     let (field, pem) = match (
         of_kind(FieldKind::ClientIdentity),
         of_kind(FieldKind::ClientCertificate),
@@ -128,17 +209,17 @@ fn check_pems(
     ) {
         (Some((name, pem)), _, _) => (name, pem.to_owned()),
         (None, Some((cert_name, cert)), Some((key_name, key))) => {
-            runtime::check_private_key_pem(key).map_err(|m| field_error(key_name, m))?;
+            runtime::check_private_key_pem(key).map_err(|m| pem_error(key_name, m))?;
             (cert_name, format!("{cert}\n{key}"))
         }
         (None, Some((cert_name, cert)), None) => {
-            runtime::check_certificate_pem(cert).map_err(|m| field_error(cert_name, m))?;
+            runtime::check_certificate_pem(cert).map_err(|m| pem_error(cert_name, m))?;
             return Ok(());
         }
         _ => return Ok(()),
     };
     runtime::check_identity_pem(&pem, time::OffsetDateTime::now_utc())
-        .map_err(|m| field_error(field, m))
+        .map_err(|m| pem_error(field, m))
 }
 
 /// Splits validated fields into what is stored in clear and what is sealed.
@@ -177,142 +258,15 @@ pub fn open_fields(
     Ok(fields)
 }
 
-pub fn webhook_token_aad(credential_id: &str) -> Aad {
-    Aad::new("credentials", credential_id, "webhook-token")
-}
-
-/// Whether the webhook URL given to the PSP carries the token (see [`webhook_url`]).
-pub fn token_in_url(manifest: &runtime::Manifest) -> bool {
-    token_header(manifest).is_none()
-}
-
-/// The header in which the PSP sends the host's token, when the manifest names one.
-pub fn token_header(manifest: &runtime::Manifest) -> Option<&str> {
-    match &manifest.webhook_auth {
-        runtime::WebhookAuth::HeaderToken(header) => Some(header),
-        _ => None,
-    }
-}
-
-/// The URL a PSP notifies for this credential.
-pub fn webhook_url(
-    base_url: &str,
-    record: &CredentialRecord,
-    token: &str,
-    url_token: bool,
-) -> String {
-    let base = format!(
-        "{}/api/wh/{}",
-        base_url.trim_end_matches('/'),
-        record.webhook_id
-    );
-    if url_token {
-        format!("{base}?token={token}")
-    } else {
-        base
-    }
-}
-
-/// What the runtime needs of a credential: its fields opened, and the webhook URL the PSP
-/// should notify.
-pub fn runtime_credential(
-    adapter: &Adapter,
-    base_url: &str,
-    record: &CredentialRecord,
-    fields: BTreeMap<String, String>,
-    token: &str,
-) -> Credential {
-    Credential {
-        id: record.id.clone(),
-        environment: record.environment.into(),
-        fields,
-        webhook_url: Some(webhook_url(
-            base_url,
-            record,
-            token,
-            token_in_url(adapter.manifest()),
-        )),
-    }
-}
-
-/// Prepared credentials by (credential, its last update, adapter version): opening the vault
-/// and parsing the client certificate once, not on every charge.
-#[derive(Default)]
-pub struct PreparedCache {
-    entries: Mutex<HashMap<(String, i64, String), Arc<PreparedCredential>>>,
-}
-
-impl PreparedCache {
-    pub fn get_or_prepare(
-        &self,
-        vault: &Vault,
-        base_url: &str,
-        adapter: &Adapter,
-        record: &CredentialRecord,
-    ) -> Result<Arc<PreparedCredential>, VaultError> {
-        let key = (
-            record.id.clone(),
-            record.updated_at,
-            adapter.version().to_owned(),
-        );
-        if let Some(hit) = self.entries.lock().get(&key) {
-            return Ok(hit.clone());
-        }
-        let fields = open_fields(vault, record)?;
-        let token =
-            vault.open_string(&record.webhook_token_sealed, &webhook_token_aad(&record.id))?;
-        let credential = runtime_credential(adapter, base_url, record, fields, &token);
-        let prepared = Arc::new(adapter.prepare(&credential));
-        let mut entries = self.entries.lock();
-        // Stale versions of this credential go; the map stays as small as the live credentials.
-        entries.retain(|(id, ..), _| id != &record.id);
-        entries.insert(key, prepared.clone());
-        Ok(prepared)
-    }
-}
-
-/// Re-encrypts every stored secret under the vault's current key: `pixgw vault rotate`.
-/// Returns (credentials examined, values re-encrypted).
-pub async fn rotate_all(
-    store: &crate::store::Store,
-    vault: &Vault,
-) -> anyhow::Result<(usize, usize)> {
-    let mut resealed = 0;
-    let records = store.all_credentials().await?;
-    for mut record in records.clone() {
-        let mut changed = false;
-        for (name, sealed) in record.sealed_fields.iter_mut() {
-            if vault.needs_rotation(sealed) {
-                *sealed = vault.reseal(sealed, &Aad::new("credentials", &record.id, name))?;
-                changed = true;
-                resealed += 1;
-            }
-        }
-        if vault.needs_rotation(&record.webhook_token_sealed) {
-            record.webhook_token_sealed =
-                vault.reseal(&record.webhook_token_sealed, &webhook_token_aad(&record.id))?;
-            changed = true;
-            resealed += 1;
-        }
-        if changed {
-            // updated_at moves so cached prepared credentials are rebuilt.
-            record.updated_at = now_ms().max(record.updated_at + 1);
-            store.update_credential(&record).await?;
-        }
-    }
-    // The adapters' cache is only a cache: rather than re-encrypt it, start it afresh.
-    store.clear_adapter_cache().await?;
-    Ok((records.len(), resealed))
-}
-
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::runtime::{
         Capabilities, CredentialField, EnvironmentPrefixes, FieldKind, Manifest, WebhookAuth,
     };
 
-    fn manifest() -> Manifest {
+    /// A Stripe-like manifest: one prefixed secret key, one optional note.
+    pub(crate) fn manifest() -> Manifest {
         let field = |name: &str, kind, value_prefix| CredentialField {
             name: name.into(),
             label: name.into(),
@@ -348,7 +302,7 @@ mod tests {
         }
     }
 
-    fn fields(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+    pub(crate) fn fields(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
         pairs
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
@@ -367,7 +321,15 @@ mod tests {
         .unwrap_err();
         assert_eq!(err.field, "secret-key");
         assert_eq!(
-            err.message,
+            err.problem,
+            FieldProblem::OtherEnvironment {
+                environment: Environment::Live,
+                found: "sk_test_".into(),
+                expected: "sk_live_".into(),
+            }
+        );
+        assert_eq!(
+            err.message(),
             "starts with \"sk_test_\", which is a test key, but this is a live credential: use the \
              key that starts with \"sk_live_\", or save it with a test API key"
         );
@@ -379,7 +341,7 @@ mod tests {
         )
         .unwrap_err();
         assert_eq!(
-            err.message,
+            err.message(),
             "must start with \"sk_test_\" in the test environment"
         );
         let ok = validate(
@@ -397,19 +359,30 @@ mod tests {
     }
 
     #[test]
-    fn required_unknown_and_kept_fields() {
+    fn required_unknown_long_and_kept_fields() {
         let m = manifest();
         let err = validate(&m, Environment::Test, &fields(&[]), None).unwrap_err();
         assert_eq!(
-            (err.field.as_str(), err.message.as_str()),
+            (err.field.as_str(), err.message().as_str()),
             ("secret-key", "secret-key (secret-key) is required")
         );
         let err = validate(&m, Environment::Test, &fields(&[("sekret", "x")]), None).unwrap_err();
         assert_eq!(err.field, "sekret");
-        assert!(
-            err.message.ends_with("the fields are: secret-key, note"),
-            "{}",
-            err.message
+        assert_eq!(
+            err.message(),
+            "stripe-like credentials have no field \"sekret\"; the fields are: secret-key, note"
+        );
+        let long = "n".repeat(MAX_FIELD_BYTES + 1);
+        let err = validate(
+            &m,
+            Environment::Test,
+            &fields(&[("secret-key", "sk_test_1"), ("note", &long)]),
+            None,
+        )
+        .unwrap_err();
+        assert_eq!(
+            (err.field.as_str(), err.message().as_str()),
+            ("note", "is longer than 64 KiB")
         );
         // An update may omit a saved field; an empty value removes an optional one.
         let saved = fields(&[("secret-key", "sk_test_1"), ("note", "n")]);

@@ -1,0 +1,18 @@
+//! The merchant dashboard, end to end: the real `pixgw` binary on SQLite and PostgreSQL,
+//! driven over HTTP as a browser's forms would ([`support`]) and in headless Chromium
+//! ([`browser`]). One test binary, one module per area.
+
+#[path = "../common/mod.rs"]
+mod common;
+
+mod browser;
+mod support;
+
+mod accounts;
+mod api_keys;
+mod audit;
+mod charges;
+mod onboarding;
+mod psps;
+mod roles;
+mod webhooks;
