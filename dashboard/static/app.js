@@ -71,8 +71,69 @@ function menus() {
   });
 }
 
+// <section class="live-charge" data-stream data-status data-expires-at>: follows the charge's
+// status over server-sent events (EventSource reconnects by itself); when the stream cannot
+// be had, asks the status URL every 3 s. Switches `data-state`, which CSS turns into the
+// paid/expired/canceled panels, and counts down to the expiry.
+function liveCharges(root) {
+  for (const section of root.querySelectorAll('.live-charge[data-stream]')) {
+    const final = (state) => ['paid', 'expired', 'canceled', 'failed'].includes(state);
+    const apply = (update) => {
+      if (!update || !update.status) return;
+      section.dataset.state = update.status;
+      const paidAt = section.querySelector('[data-paid-at]');
+      const amount = section.querySelector('[data-amount-paid]');
+      if (update.paid_at && paidAt) paidAt.textContent = update.paid_at;
+      if (update.amount_paid && amount) amount.textContent = update.amount_paid;
+      if (final(update.status)) stop();
+    };
+    let source = null;
+    let poller = null;
+    const stop = () => {
+      if (source) source.close();
+      if (poller) clearInterval(poller);
+      source = null;
+      poller = null;
+    };
+    const poll = () => {
+      if (poller || final(section.dataset.state)) return;
+      poller = setInterval(async () => {
+        try {
+          const answer = await fetch(section.dataset.status, { headers: { accept: 'application/json' } });
+          if (answer.ok) apply(await answer.json());
+        } catch { /* offline for a moment: try again at the next tick */ }
+      }, 3000);
+    };
+    if (final(section.dataset.state)) continue;
+    if ('EventSource' in window) {
+      source = new EventSource(section.dataset.stream);
+      source.addEventListener('status', (event) => apply(JSON.parse(event.data)));
+      // A closed stream (the server refused it, or went away for good) falls back to polling;
+      // a broken connection is retried by EventSource itself.
+      source.addEventListener('error', () => {
+        if (source && source.readyState === EventSource.CLOSED) { source = null; poll(); }
+      });
+    } else {
+      poll();
+    }
+    const countdown = section.querySelector('[data-countdown]');
+    const expiresAt = Number(section.dataset.expiresAt);
+    if (countdown && expiresAt) {
+      const tick = () => {
+        const left = Math.max(0, Math.floor((expiresAt - Date.now()) / 1000));
+        const minutes = Math.floor(left / 60);
+        const seconds = String(left % 60).padStart(2, '0');
+        countdown.textContent = `${minutes}:${seconds}`;
+      };
+      tick();
+      setInterval(tick, 1000);
+    }
+  }
+}
+
 copyButtons(document);
 fileInputs(document);
 confirmForms(document);
 autoSubmit(document);
 menus();
+liveCharges(document);

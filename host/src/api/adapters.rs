@@ -181,7 +181,9 @@ mod tests {
         let view = AdapterView {
             id: "efi".into(),
             serving_sha256: Some("ab".repeat(32)),
-            serving_since: Some(SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_795_316_400)),
+            serving_since: Some(
+                SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_795_316_400),
+            ),
             last_error: None,
             last_error_at: None,
             manifest: Some(ManifestView {

@@ -36,6 +36,69 @@ impl Amount {
             })
     }
 
+    /// An amount typed by a person in reais: `19,90`, `19.90`, `19`, `R$ 1.234,56` or
+    /// `1,234.56`. With both separators the last one is the decimal mark; see below for one.
+    /// At most two decimals: anything that could be read two ways is refused, not guessed.
+    pub fn parse_reais(input: &str) -> Result<Self, DomainError> {
+        let invalid = || DomainError::InvalidAmount {
+            got: super::excerpt(input),
+        };
+        let text: String = input
+            .trim()
+            .trim_start_matches("R$")
+            .chars()
+            .filter(|c| !c.is_whitespace())
+            .collect();
+        if text.is_empty()
+            || !text
+                .chars()
+                .all(|c| c.is_ascii_digit() || c == '.' || c == ',')
+        {
+            return Err(invalid());
+        }
+        let decimal_mark = match (text.rfind('.'), text.rfind(',')) {
+            (Some(dot), Some(comma)) => Some(if dot > comma { '.' } else { ',' }),
+            // A lone comma is the decimal mark, as Brazilians write it (so `19,999` is refused
+            // rather than read as nineteen thousand); a lone dot is one when one or two
+            // digits follow, and a thousands separator otherwise.
+            (None, Some(_)) => (text.matches(',').count() == 1).then_some(','),
+            (Some(dot), None) => {
+                let after = text.len() - dot - 1;
+                (text.matches('.').count() == 1 && (1..=2).contains(&after)).then_some('.')
+            }
+            (None, None) => None,
+        };
+        let (whole, cents) = match decimal_mark {
+            Some(mark) => {
+                let (w, c) = text.rsplit_once(mark).ok_or_else(invalid)?;
+                if c.is_empty() || c.len() > 2 || c.contains(['.', ',']) {
+                    return Err(invalid());
+                }
+                (w, format!("{c:0<2}"))
+            }
+            None => (text.as_str(), "00".to_owned()),
+        };
+        // What is left of the mark: digits, in groups of three when separated.
+        let groups: Vec<&str> = whole.split(['.', ',']).collect();
+        if groups[0].is_empty() && whole.len() > 0
+            || groups.len() > 1 && (groups[0].len() > 3 || groups[1..].iter().any(|g| g.len() != 3))
+        {
+            return Err(invalid());
+        }
+        let digits: String = groups.concat();
+        let reais: i64 = if digits.is_empty() {
+            0
+        } else {
+            digits.parse().map_err(|_| invalid())?
+        };
+        let cents: i64 = cents.parse().map_err(|_| invalid())?;
+        let centavos = reais
+            .checked_mul(100)
+            .and_then(|r| r.checked_add(cents))
+            .ok_or_else(invalid)?;
+        Self::from_centavos(centavos)
+    }
+
     /// The amount in centavos.
     pub fn centavos(self) -> u64 {
         self.0
@@ -115,6 +178,40 @@ impl<'de> Visitor<'de> for AmountVisitor {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn reais_as_people_type_them() {
+        let c = |s: &str| Amount::parse_reais(s).map(Amount::centavos);
+        assert_eq!(c("19,90"), Ok(1990));
+        assert_eq!(c("19.90"), Ok(1990));
+        assert_eq!(c("19"), Ok(1900));
+        assert_eq!(c("19,9"), Ok(1990));
+        assert_eq!(c(" R$ 1.234,56 "), Ok(123_456));
+        assert_eq!(c("1,234.56"), Ok(123_456));
+        assert_eq!(
+            c("1.234"),
+            Ok(123_400),
+            "a thousands separator, as in Brazil"
+        );
+        assert_eq!(c("1.234.567,00"), Ok(123_456_700));
+        assert_eq!(c("0,01"), Ok(1));
+        assert_eq!(c(",50"), Ok(50));
+        for bad in [
+            "",
+            "abc",
+            "19,999",
+            "1.23.4",
+            "12,34,56",
+            "-5",
+            "0",
+            "0,00",
+            "1e3",
+            "19,",
+            "10000000,01",
+        ] {
+            assert!(Amount::parse_reais(bad).is_err(), "{bad:?} must be refused");
+        }
+    }
 
     #[test]
     fn accepts_the_whole_range_and_nothing_outside_it() {

@@ -233,7 +233,10 @@ async fn audit(
             ],
         )
     };
-    page.older = entries.last().filter(|_| has_more).map(|last| keep(&last.id));
+    page.older = entries
+        .last()
+        .filter(|_| has_more)
+        .map(|last| keep(&last.id));
     page.newest = (!q.before.is_empty()).then(|| keep(""));
     page.entries = entries;
     render(&page)
@@ -276,26 +279,52 @@ mod tests {
             kind: "team.invite".into(),
             ..Default::default()
         };
-        assert_eq!(filter_of(&unknown, 25).err(), Some("audit.filter.kind_invalid"));
+        assert_eq!(
+            filter_of(&unknown, 25).err(),
+            Some("audit.filter.kind_invalid")
+        );
     }
 
     #[test]
     fn every_named_action_kind_and_target_has_words() {
         let actions = [
-            "account.sign_up", "account.password_change", "session.sign_in", "session.sign_out",
-            "team.invite", "team.join", "team.role_change", "team.remove",
-            "team.invitation_revoke", "credential.connect", "credential.update",
-            "credential.reorder", "credential.delete", "api_key.create", "api_key.revoke",
-            "webhook_endpoint.create", "webhook_endpoint.update",
-            "webhook_endpoint.rotate_secret", "webhook_endpoint.delete", "event.redeliver",
+            "account.sign_up",
+            "account.password_change",
+            "session.sign_in",
+            "session.sign_out",
+            "team.invite",
+            "team.join",
+            "team.role_change",
+            "team.remove",
+            "team.invitation_revoke",
+            "credential.connect",
+            "credential.update",
+            "credential.reorder",
+            "credential.delete",
+            "api_key.create",
+            "api_key.revoke",
+            "webhook_endpoint.create",
+            "webhook_endpoint.update",
+            "webhook_endpoint.rotate_secret",
+            "webhook_endpoint.delete",
+            "event.redeliver",
             "charge.cancel",
         ];
         let mut keys: Vec<&str> = actions.iter().map(|a| action_key(a).unwrap()).collect();
         keys.extend(KINDS.iter().map(|(_, key)| *key));
         keys.extend(
-            ["merchant", "user", "invitation", "credential", "api_key", "webhook_endpoint", "event", "charge"]
-                .iter()
-                .map(|k| target_key(k).unwrap()),
+            [
+                "merchant",
+                "user",
+                "invitation",
+                "credential",
+                "api_key",
+                "webhook_endpoint",
+                "event",
+                "charge",
+            ]
+            .iter()
+            .map(|k| target_key(k).unwrap()),
         );
         for key in keys {
             for lang in Lang::ALL {

@@ -55,8 +55,7 @@ pub(super) struct Day(time::Date);
 
 impl Day {
     pub(super) fn parse(text: &str) -> Option<Day> {
-        let format =
-            time::macros::format_description!("[year]-[month]-[day]");
+        let format = time::macros::format_description!("[year]-[month]-[day]");
         // Exactly four digits of year: `+2026` or `20260` are not what anyone typed on purpose.
         let text = text.trim();
         if text.len() != 10 || !text.as_bytes()[0].is_ascii_digit() {
@@ -174,6 +173,13 @@ const LISTED: [ChargeState; 6] = [
     ChargeState::Failed,
 ];
 
+/// A PSP's display name, or its id when no adapter serves it now.
+fn provider_name(app: &App, id: &str) -> String {
+    app.runtime
+        .adapter(id)
+        .map_or_else(|| id.to_owned(), |a| a.manifest().display_name.clone())
+}
+
 /// The adapters the gateway serves, as (id, display name), by name.
 fn providers(app: &App) -> Vec<(String, String)> {
     let mut list: Vec<(String, String)> = app
@@ -181,14 +187,11 @@ fn providers(app: &App) -> Vec<(String, String)> {
         .providers()
         .into_iter()
         .map(|id| {
-            let name = app
-                .runtime
-                .adapter(&id)
-                .map_or_else(|| id.clone(), |a| a.manifest().display_name.clone());
+            let name = provider_name(app, &id);
             (id, name)
         })
         .collect();
-    list.sort_by(|a, b| a.1.to_lowercase().cmp(&b.1.to_lowercase()));
+    list.sort_by_key(|(_, name)| name.to_lowercase());
     list
 }
 
@@ -404,8 +407,10 @@ impl DetailPage {
     }
 
     fn http_status(&self, status: &i64) -> String {
-        self.c
-            .tf("charges.detail.http_status", &[("status", &status.to_string())])
+        self.c.tf(
+            "charges.detail.http_status",
+            &[("status", &status.to_string())],
+        )
     }
 
     fn amount_differs(&self) -> bool {
@@ -471,10 +476,7 @@ async fn detail_page(
     };
     Ok(DetailPage {
         c: Page::new(viewer, "charges.detail.title"),
-        provider_name: providers(app)
-            .into_iter()
-            .find(|(id, _)| *id == charge.provider)
-            .map_or_else(|| charge.provider.clone(), |(_, name)| name),
+        provider_name: provider_name(app, &charge.provider),
         metadata,
         attempts: store.charge_attempts(&charge.reference).await?,
         events: views,

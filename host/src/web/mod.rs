@@ -12,13 +12,14 @@
 //! - One module per area, each with its own `router()`: [`auth`] (sign-up, sign-in,
 //!   sign-out, password, language and environment switches, invitations), [`overview`],
 //!   [`psps`] (PSP credentials), [`api_keys`], [`webhooks`] (endpoints and deliveries),
-//!   [`charges`], [`team`], [`audit_log`], [`adapters`].
+//!   [`cashier`] (the point-of-sale screen), [`charges`], [`team`], [`audit_log`], [`adapters`].
 
 pub mod adapters;
 pub mod api_keys;
 pub mod assets;
 pub mod audit_log;
 pub mod auth;
+pub mod cashier;
 pub mod charges;
 pub mod i18n;
 pub mod overview;
@@ -45,6 +46,7 @@ pub fn router() -> Router<Arc<App>> {
         .merge(psps::router())
         .merge(api_keys::router())
         .merge(webhooks::router())
+        .merge(cashier::router())
         .merge(charges::router())
         .merge(team::router())
         .merge(audit_log::router())

@@ -21,6 +21,7 @@ pub struct NavItem {
 /// The navigation, in order, with the action that shows each entry.
 const NAV: &[(&str, &str, Action)] = &[
     ("/dashboard", "nav.overview", Action::ViewOverview),
+    ("/dashboard/cashier", "nav.cashier", Action::UseCashier),
     ("/dashboard/charges", "nav.charges", Action::ViewCharges),
     ("/dashboard/psps", "nav.psps", Action::ViewCredentials),
     ("/dashboard/api-keys", "nav.api_keys", Action::ViewApiKeys),
@@ -221,6 +222,8 @@ pub enum WebError {
     BadRequest(Lang, &'static str),
     /// Logged; the page says only that it failed.
     Internal(Lang),
+    /// The merchant's plan does not include this; the key says what.
+    PlanLimit(Lang, &'static str),
 }
 
 impl WebError {
@@ -293,6 +296,9 @@ impl IntoResponse for WebError {
                 "error.internal.title",
                 "error.internal",
             ),
+            WebError::PlanLimit(lang, key) => {
+                (StatusCode::FORBIDDEN, lang, "error.plan.title", key)
+            }
         };
         let page = ErrorPage {
             lang,

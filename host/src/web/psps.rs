@@ -888,13 +888,18 @@ mod tests {
                 expected: "sk_test_".into(),
             },
         };
-        let en = field_message(Lang::En, "Stripe", &e);
-        assert!(
-            en.contains("\"sk_live_\"") && en.contains("live") && en.contains("\"sk_test_\""),
-            "{en}"
+        assert_eq!(
+            field_message(Lang::En, "Stripe", &e),
+            "This value starts with “sk_live_”, which belongs to live, but you are in the test \
+             environment. Paste the value that starts with “sk_test_”, or switch to live at the \
+             top of the page."
         );
-        let pt = field_message(Lang::PtBr, "Stripe", &e);
-        assert!(pt.contains("produção") && pt.contains("teste"), "{pt}");
+        assert_eq!(
+            field_message(Lang::PtBr, "Stripe", &e),
+            "Este valor começa com “sk_live_”, que é de produção, mas você está no ambiente de \
+             teste. Cole o valor que começa com “sk_test_” ou mude para produção no alto da \
+             página."
+        );
     }
 
     #[test]

@@ -501,7 +501,7 @@ mod tests {
             EndpointError::UrlTooLong(3000),
             EndpointError::UrlRejected("x".into()),
             EndpointError::NoEvents,
-            EndpointError::UnknownEvent("charge.refunded".into()),
+            EndpointError::UnknownEvent(String::from("charge.refunded")),
             EndpointError::DescriptionTooLong(300),
             EndpointError::Overlap,
         ];

@@ -57,7 +57,11 @@ async fn the_audit_log_names_every_actor_and_its_filters_narrow_exactly(backend:
     let charge_id = charge["id"].as_str().unwrap();
     let (status, _) = shop
         .gw
-        .post(&format!("/v1/charges/{charge_id}/cancel"), &shop.key, json!({}))
+        .post(
+            &format!("/v1/charges/{charge_id}/cancel"),
+            &shop.key,
+            json!({}),
+        )
         .await;
     assert_eq!(status, 200);
     let store = pixgw::store::Store::connect(&shop.db.url).await.unwrap();
@@ -69,11 +73,24 @@ async fn the_audit_log_names_every_actor_and_its_filters_narrow_exactly(backend:
     // Newest first (ids are time-ordered).
     let mut sorted: Vec<String> = everything.iter().map(|(id, _, _)| id.clone()).collect();
     sorted.sort_by(|a, b| b.cmp(a));
-    assert_eq!(sorted, everything.iter().map(|(id, _, _)| id.clone()).collect::<Vec<_>>());
+    assert_eq!(
+        sorted,
+        everything
+            .iter()
+            .map(|(id, _, _)| id.clone())
+            .collect::<Vec<_>>()
+    );
     // The member select offers each person by e-mail, then API keys and the gateway.
-    assert!(all.body.contains(&format!("<option value=\"user:{owner_id}\">{OWNER}</option>")));
-    assert!(all.body.contains(&format!("<option value=\"user:{manager_id}\">{MANAGER}</option>")));
-    assert!(all.body.contains("<option value=\"api_key\">API keys</option>"));
+    assert!(all.body.contains(&format!(
+        "<option value=\"user:{owner_id}\">{OWNER}</option>"
+    )));
+    assert!(all.body.contains(&format!(
+        "<option value=\"user:{manager_id}\">{MANAGER}</option>"
+    )));
+    assert!(
+        all.body
+            .contains("<option value=\"api_key\">API keys</option>")
+    );
 
     let cases: Vec<(String, Vec<(String, String)>)> = vec![
         (
@@ -91,12 +108,16 @@ async fn the_audit_log_names_every_actor_and_its_filters_narrow_exactly(backend:
                 ("account.sign_up", "user"),
             ]),
         ),
-        (format!("actor=user:{manager_id}"), pairs(&[("team.join", "user")])),
         (
-            format!("actor=user:{manager_id}&kind=session"),
-            vec![],
+            format!("actor=user:{manager_id}"),
+            pairs(&[("team.join", "user")]),
         ),
-        ("actor=system".into(), vec![]),
+        (format!("actor=user:{manager_id}&kind=session"), vec![]),
+        // The operator's CLI made the API key.
+        (
+            "actor=system".into(),
+            pairs(&[("api_key.create", "system")]),
+        ),
     ];
     for (query, expected) in cases {
         let answer = owner.get(&format!("/dashboard/audit?{query}")).await;
@@ -108,9 +129,17 @@ async fn the_audit_log_names_every_actor_and_its_filters_narrow_exactly(backend:
     // API keys: the cancel among what keys did, and nothing by a person.
     let by_keys = entries(&owner.get("/dashboard/audit?actor=api_key").await);
     assert!(by_keys.contains(&("charge.cancel".into(), "api_key".into())));
-    assert!(by_keys.iter().all(|(_, actor)| actor == "api_key"), "{by_keys:?}");
+    assert!(
+        by_keys.iter().all(|(_, actor)| actor == "api_key"),
+        "{by_keys:?}"
+    );
 
     // Each line in words: who, what, on what, the summary, from where.
+    let system = owner.get("/dashboard/audit?actor=system").await.text();
+    assert!(
+        system.contains("System (the gateway itself) Created an API key API key key_"),
+        "{system}"
+    );
     let team = owner.get("/dashboard/audit?kind=team").await.text();
     assert!(
         team.contains(&format!(
@@ -118,7 +147,10 @@ async fn the_audit_log_names_every_actor_and_its_filters_narrow_exactly(backend:
         )),
         "{team}"
     );
-    assert!(team.contains(&format!("{OWNER} Invited a person Invitation inv_")), "{team}");
+    assert!(
+        team.contains(&format!("{OWNER} Invited a person Invitation inv_")),
+        "{team}"
+    );
     let charges = owner.get("/dashboard/audit?kind=charge").await.text();
     let prefix = &shop.key[..16];
     assert!(charges.contains(&format!("API key {prefix}")), "{charges}");
@@ -129,26 +161,44 @@ async fn the_audit_log_names_every_actor_and_its_filters_narrow_exactly(backend:
         "{charges}"
     );
     let sessions = owner.get("/dashboard/audit?kind=session").await.text();
-    assert!(sessions.contains(&format!("{OWNER} Signed in — signed in 127.0.0.1")), "{sessions}");
+    assert!(
+        sessions.contains(&format!("{OWNER} Signed in — signed in 127.0.0.1")),
+        "{sessions}"
+    );
 
     // Days in São Paulo: today holds everything, yesterday nothing.
     let today = sao_paulo_day(charge["created_at"].as_str().unwrap(), 0);
     let yesterday = sao_paulo_day(charge["created_at"].as_str().unwrap(), -1);
     assert_eq!(
-        rows(&owner.get(&format!("/dashboard/audit?limit=100&from={today}&to={today}")).await),
+        rows(
+            &owner
+                .get(&format!(
+                    "/dashboard/audit?limit=100&from={today}&to={today}"
+                ))
+                .await
+        ),
         everything
     );
     assert!(rows(&owner.get(&format!("/dashboard/audit?to={yesterday}")).await).is_empty());
 
     // Filters the page never offers are refused, saying what to do.
     for (query, message) in [
-        ("kind=team.invite", "Choose one of the kinds of action in the list."),
+        (
+            "kind=team.invite",
+            "Choose one of the kinds of action in the list.",
+        ),
         ("actor=admin", "Choose who acted from the list."),
-        ("from=2026-13-01", "Invalid date: use YYYY-MM-DD, for example 2026-11-22."),
+        (
+            "from=2026-13-01",
+            "Invalid date: use YYYY-MM-DD, for example 2026-11-22.",
+        ),
     ] {
         let answer = owner.get(&format!("/dashboard/audit?{query}")).await;
         assert_eq!(answer.status, 422, "{query}");
-        assert_eq!(element_text(&answer.body, "filter-error").as_deref(), Some(message));
+        assert_eq!(
+            element_text(&answer.body, "filter-error").as_deref(),
+            Some(message)
+        );
     }
 
     // Two a page: "older" walks through every entry once, in order, then stops.
@@ -186,7 +236,9 @@ async fn the_adapters_page_shows_what_serves_and_what_was_refused_to_owners(back
     let gw = Gateway::start_with(&db, None, &["efi"], GatewayOptions::default()).await;
     let owner = Visitor::sign_up(&gw, "Loja do Adaptador", OWNER).await;
     let sha = pixgw::runtime::registry::sha256_hex(&std::fs::read(built_adapter("efi")).unwrap());
-    let (_, api) = gw.send(gw.request(reqwest::Method::GET, "/v1/adapters", None)).await;
+    let (_, api) = gw
+        .send(gw.request(reqwest::Method::GET, "/v1/adapters", None))
+        .await;
     let manifest = &api["data"][0]["manifest"];
 
     let page = owner.get("/dashboard/adapters").await;
@@ -203,24 +255,46 @@ async fn the_adapters_page_shows_what_serves_and_what_was_refused_to_owners(back
         "{text}"
     );
     assert!(!html.contains("data-load-error"));
-    assert!(html.contains("href=\"/dashboard/adapters\""), "owners have it in the navigation");
+    assert!(
+        html.contains("href=\"/dashboard/adapters\""),
+        "owners have it in the navigation"
+    );
 
     // A manager neither sees it in the navigation nor may open it.
     let manager = join_as(&gw, &owner, MANAGER, "manager").await;
     let overview = manager.get("/dashboard").await;
-    assert!(!overview.assert_ok().contains("href=\"/dashboard/adapters\""));
+    assert!(
+        !overview
+            .assert_ok()
+            .contains("href=\"/dashboard/adapters\"")
+    );
     assert_eq!(manager.get("/dashboard/adapters").await.status, 403);
 
     // An operator drops a broken file in: refused, and the old version keeps serving.
     std::fs::write(gw.plugin_dir.join("efi.wasm"), b"\0asm garbage").unwrap();
-    let page = poll(Duration::from_secs(30), "the refused file on the page", async || {
-        let page = owner.get("/dashboard/adapters").await;
-        page.body.contains("data-load-error=\"efi\"").then_some(page)
-    })
+    let page = poll(
+        Duration::from_secs(30),
+        "the refused file on the page",
+        async || {
+            let page = owner.get("/dashboard/adapters").await;
+            page.body
+                .contains("data-load-error=\"efi\"")
+                .then_some(page)
+        },
+    )
     .await;
-    assert_eq!(element_text(&page.body, "sha-efi").as_deref(), Some(sha.as_str()));
+    assert_eq!(
+        element_text(&page.body, "sha-efi").as_deref(),
+        Some(sha.as_str())
+    );
     let text = page.text();
     assert!(text.contains("New file refused"), "{text}");
-    assert!(text.contains("efi.wasm is not a valid adapter component"), "{text}");
-    assert!(text.contains("The previous version keeps serving."), "{text}");
+    assert!(
+        text.contains("efi.wasm is not a valid adapter component"),
+        "{text}"
+    );
+    assert!(
+        text.contains("The previous version keeps serving."),
+        "{text}"
+    );
 }

@@ -9,6 +9,7 @@ mod browser;
 mod support;
 
 mod accounts;
+mod cashier;
 mod api_keys;
 mod audit;
 mod charges;

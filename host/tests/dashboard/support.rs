@@ -240,3 +240,37 @@ impl Visitor {
 
 /// The password every test account uses.
 pub const PASSWORD: &str = "correct horse battery staple";
+
+/// A merchant signed up in the dashboard, with a test API key (from the operator CLI) and the
+/// simulator's efi account connected through the API.
+pub struct Shop {
+    pub owner: Visitor,
+    pub merchant_id: String,
+    pub test_key: String,
+}
+
+impl Shop {
+    pub async fn open(
+        db: &crate::common::gateway::TestDb,
+        gateway: &Gateway,
+        sim: &psp_sim::Sim,
+        business: &str,
+        email: &str,
+    ) -> Shop {
+        use crate::common::gateway::cli;
+        let owner = Visitor::sign_up(gateway, business, email).await;
+        let merchant_id = cli(db, &[], &["merchant", "list"])
+            .lines()
+            .find(|l| l.ends_with(business))
+            .and_then(|l| l.split_whitespace().next())
+            .expect("the signed-up merchant is listed")
+            .to_owned();
+        let test_key = cli(db, &[], &["key", "create", "--merchant", &merchant_id, "--env", "test"]);
+        gateway.connect(sim, &test_key, "efi", &[]).await;
+        Shop {
+            owner,
+            merchant_id,
+            test_key,
+        }
+    }
+}

@@ -1,0 +1,480 @@
+//! `/dashboard/cashier`: the point-of-sale screen. The operator types an amount (`19,90` or
+//! `19.90`), an optional description and picks a PSP (or `random`); a charge valid for 30
+//! minutes is created and its screen shows the QR code, the copy-and-paste code and a
+//! countdown, and turns to paid by itself when the PSP confirms (server-sent events from
+//! [`crate::live::follow`], with a polling fallback). Nobody can mark a charge paid by hand.
+//!
+//! Every cashier charge records its operator; a cashier sees only their own.
+
+use std::sync::Arc;
+
+use askama::Template;
+use axum::Router;
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use futures::StreamExt;
+use serde::Deserialize;
+
+use super::i18n::Lang;
+use super::page::{Page, WebError, render, render_status, see_other};
+use super::session::{Posted, Viewer};
+use crate::app::App;
+use crate::charges::{ChargeInput, PayerInput, ProviderChoice};
+use crate::domain::{Amount, Reference};
+use crate::policy::Action;
+use crate::store::charges::{ChargeRecord, ChargeState};
+
+pub fn router() -> Router<Arc<App>> {
+    Router::new()
+        .route("/dashboard/cashier", get(form).post(create))
+        .route("/dashboard/cashier/{id}", get(screen))
+        .route("/dashboard/cashier/{id}/stream", get(stream))
+        .route("/dashboard/cashier/{id}/status", get(status))
+        .route("/dashboard/cashier/{id}/cancel", post(cancel))
+}
+
+/// A cashier charge can be paid for 30 minutes.
+const VALIDITY_SECS: u32 = 30 * 60;
+pub const MAX_DESCRIPTION_CHARS: usize = 140;
+
+/// Whether this merchant's plan includes the cashier on a phone. Every plan does until plans
+/// exist; this is the one place that will ask them.
+pub fn phone_cashier_allowed(_merchant_id: &str) -> bool {
+    true
+}
+
+/// A phone's browser, by its user agent (tablets and computers are not phones).
+fn is_phone(headers: &HeaderMap) -> bool {
+    headers
+        .get(axum::http::header::USER_AGENT)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|ua| ua.contains("Mobi") || ua.contains("iPhone"))
+}
+
+fn require_cashier(viewer: &Viewer, headers: &HeaderMap) -> Result<(), WebError> {
+    viewer.require(Action::UseCashier)?;
+    if is_phone(headers) && !phone_cashier_allowed(&viewer.signed_in.session.merchant_id) {
+        return Err(WebError::PlanLimit(
+            viewer.lang,
+            "cashier.phone_not_in_plan",
+        ));
+    }
+    Ok(())
+}
+
+/// One PSP the operator can choose.
+pub struct ProviderOption {
+    pub value: String,
+    pub label: String,
+}
+
+#[derive(Template)]
+#[template(path = "cashier.html")]
+struct CashierPage {
+    c: Page,
+    /// The reference of the sale this form creates.
+    sale: String,
+    providers: Vec<ProviderOption>,
+    amount: String,
+    description: String,
+    provider: String,
+    error: Option<FormError>,
+}
+
+/// A refusal, as the form shows it: which field, what happened, what to do.
+pub struct FormError {
+    pub field: Option<&'static str>,
+    pub message: String,
+    pub hint: Option<String>,
+}
+
+impl CashierPage {
+    fn field_error(&self, field: &str) -> Option<&str> {
+        self.error
+            .as_ref()
+            .filter(|e| e.field == Some(field))
+            .map(|e| e.message.as_str())
+    }
+}
+
+/// The PSPs of the merchant's active credentials in the viewer's environment, in routing
+/// order, with `random` first when there are several.
+async fn providers(app: &App, viewer: &Viewer) -> Result<Vec<ProviderOption>, WebError> {
+    let caller = viewer.caller();
+    let mut seen = Vec::new();
+    for credential in app
+        .store
+        .credentials(&caller.merchant_id, caller.environment)
+        .await?
+        .into_iter()
+        .filter(|c| c.active)
+    {
+        if !seen.contains(&credential.provider) {
+            seen.push(credential.provider);
+        }
+    }
+    let mut options: Vec<ProviderOption> = seen
+        .into_iter()
+        .map(|id| ProviderOption {
+            label: app
+                .runtime
+                .adapter(&id)
+                .map(|a| a.manifest().display_name.clone())
+                .unwrap_or_else(|| id.clone()),
+            value: id,
+        })
+        .collect();
+    if options.len() > 1 {
+        options.insert(
+            0,
+            ProviderOption {
+                value: "random".into(),
+                label: viewer.lang.t("cashier.random").to_owned(),
+            },
+        );
+    }
+    Ok(options)
+}
+
+async fn form(
+    State(app): State<Arc<App>>,
+    viewer: Viewer,
+    headers: HeaderMap,
+) -> Result<Response, WebError> {
+    require_cashier(&viewer, &headers)?;
+    let providers = providers(&app, &viewer).await?;
+    render(&CashierPage {
+        c: Page::new(&viewer, "cashier.title"),
+        provider: providers
+            .first()
+            .map(|p| p.value.clone())
+            .unwrap_or_default(),
+        sale: Reference::generate().to_string(),
+        providers,
+        amount: String::new(),
+        description: String::new(),
+        error: None,
+    })
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct SaleForm {
+    amount: String,
+    description: String,
+    provider: String,
+    /// Chosen when the form was drawn: a form sent twice (a double tap, a resend after a lost
+    /// answer) resumes the same charge instead of creating another.
+    sale: String,
+}
+
+async fn create(
+    State(app): State<Arc<App>>,
+    headers: HeaderMap,
+    Posted { viewer, form }: Posted<SaleForm>,
+) -> Result<Response, WebError> {
+    require_cashier(&viewer, &headers)?;
+    let providers = providers(&app, &viewer).await?;
+    let refuse = |error: FormError| {
+        render_status(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            &CashierPage {
+                c: Page::new(&viewer, "cashier.title"),
+                sale: form.sale.clone(),
+                providers: providers
+                    .iter()
+                    .map(|p| ProviderOption {
+                        value: p.value.clone(),
+                        label: p.label.clone(),
+                    })
+                    .collect(),
+                amount: form.amount.clone(),
+                description: form.description.clone(),
+                provider: form.provider.clone(),
+                error: Some(error),
+            },
+        )
+    };
+    let lang = viewer.lang;
+    let Ok(amount) = Amount::parse_reais(&form.amount) else {
+        return refuse(FormError {
+            field: Some("amount"),
+            message: lang.t("cashier.error.amount").to_owned(),
+            hint: None,
+        });
+    };
+    let description = form.description.trim();
+    if description.chars().count() > MAX_DESCRIPTION_CHARS
+        || description.chars().any(char::is_control)
+    {
+        return refuse(FormError {
+            field: Some("description"),
+            message: lang.t("cashier.error.description").to_owned(),
+            hint: None,
+        });
+    }
+    let Some(choice) = providers.iter().find(|p| p.value == form.provider) else {
+        return refuse(FormError {
+            field: Some("provider"),
+            message: lang.t("cashier.error.provider").to_owned(),
+            hint: None,
+        });
+    };
+    // The sale's reference was drawn with the form. A charge with it exists already when the
+    // form was sent twice: show that one. References are random and known only to their
+    // merchant; one of another merchant is refused all the same.
+    let reference = Reference::parse(&form.sale).unwrap_or_else(|_| Reference::generate());
+    if let Some(existing) = app.store.charge_by_reference(reference.as_str()).await? {
+        let caller = viewer.caller();
+        if existing.merchant_id != caller.merchant_id || existing.environment != caller.environment
+        {
+            return Err(WebError::BadRequest(lang, "error.form_malformed"));
+        }
+        // Still `creating`: the first send is at the PSP; this one resumes it below.
+        if existing.status != ChargeState::Creating {
+            return Ok(see_other(&format!("/dashboard/cashier/{}", existing.id)));
+        }
+    }
+    let input = ChargeInput {
+        amount,
+        provider: if choice.value == "random" {
+            ProviderChoice::Random
+        } else {
+            ProviderChoice::One(choice.value.clone())
+        },
+        description: (!description.is_empty()).then(|| description.to_owned()),
+        payer: PayerInput::default(),
+        expires_in: VALIDITY_SECS,
+        metadata: Default::default(),
+    };
+    let caller = viewer.caller();
+    match app
+        .create_charge(
+            &caller,
+            &input,
+            &reference,
+            &crate::api::request_id::current(),
+        )
+        .await
+    {
+        Ok(charge) => Ok(see_other(&format!("/dashboard/cashier/{}", charge.id))),
+        Err(e) => {
+            let e = crate::api::psp_failure::from_charge_error(e, caller.environment);
+            if e.status.is_server_error()
+                && e.body.psp_message.is_none()
+                && e.body.provider.is_none()
+            {
+                return Err(WebError::internal(lang, &e.body.message));
+            }
+            refuse(FormError {
+                field: None,
+                message: match &e.body.psp_message {
+                    Some(psp) => format!("{} {psp}", e.body.message),
+                    None => e.body.message.clone(),
+                },
+                hint: e.body.hint.clone(),
+            })
+        }
+    }
+}
+
+/// A charge as the live screen shows it.
+pub struct LiveCharge {
+    pub id: String,
+    pub status: &'static str,
+    pub amount: String,
+    pub description: Option<String>,
+    pub provider: String,
+    pub qr_data_uri: Option<String>,
+    pub copy_paste: Option<String>,
+    /// Unix milliseconds, for the countdown.
+    pub expires_at: Option<i64>,
+    pub paid_at: Option<String>,
+    pub amount_paid: Option<String>,
+    /// Where the page follows the status: the event stream and the polling fallback.
+    pub stream_url: String,
+    pub status_url: String,
+}
+
+impl LiveCharge {
+    pub fn new(lang: Lang, charge: &ChargeRecord, base: &str) -> LiveCharge {
+        LiveCharge {
+            id: charge.id.clone(),
+            status: charge.status.as_str(),
+            amount: lang.money(charge.amount),
+            description: charge.description.clone(),
+            provider: charge.provider.clone(),
+            qr_data_uri: charge
+                .qr_png_base64
+                .as_ref()
+                .map(|b64| format!("data:image/png;base64,{b64}")),
+            copy_paste: charge.copy_paste.clone(),
+            expires_at: charge.expires_at,
+            paid_at: charge.paid_at.map(|t| super::page::format_time(lang, t)),
+            amount_paid: charge
+                .paid_at
+                .map(|_| lang.money(charge.amount_paid.unwrap_or(charge.amount))),
+            stream_url: format!("{base}/stream"),
+            status_url: format!("{base}/status"),
+        }
+    }
+
+    pub fn is_pending(&self) -> bool {
+        matches!(self.status, "pending" | "processing")
+    }
+}
+
+/// What the stream and the status URL send: `{status, paid_at?, amount_paid?}`.
+pub fn status_json(lang: Lang, charge: &ChargeRecord) -> String {
+    let live = LiveCharge::new(lang, charge, "");
+    serde_json::json!({
+        "status": live.status,
+        "paid_at": live.paid_at,
+        "amount_paid": live.amount_paid,
+    })
+    .to_string()
+}
+
+#[derive(Template)]
+#[template(path = "cashier_charge.html")]
+struct ScreenPage {
+    c: Page,
+    charge: LiveCharge,
+    can_cancel: bool,
+    error: Option<FormError>,
+}
+
+/// The charge if the viewer may see it: their merchant and environment, and their own sale
+/// unless they see everyone's.
+async fn visible_charge(app: &App, viewer: &Viewer, id: &str) -> Result<ChargeRecord, WebError> {
+    let caller = viewer.caller();
+    app.store
+        .charge(&caller.merchant_id, caller.environment, id)
+        .await?
+        .filter(|c| {
+            viewer.can(Action::ViewAllCharges) || c.operator_id.as_deref() == Some(viewer.user_id())
+        })
+        .ok_or(WebError::NotFound(viewer.lang))
+}
+
+fn screen_page(
+    app: &App,
+    viewer: &Viewer,
+    charge: &ChargeRecord,
+    error: Option<FormError>,
+) -> ScreenPage {
+    ScreenPage {
+        c: Page::new(viewer, "cashier.title"),
+        charge: LiveCharge::new(
+            viewer.lang,
+            charge,
+            &format!("/dashboard/cashier/{}", charge.id),
+        ),
+        can_cancel: viewer.can(Action::CancelCharge)
+            && !charge.status.is_final()
+            && app.cancel_supported(&charge.provider),
+        error,
+    }
+}
+
+async fn screen(
+    State(app): State<Arc<App>>,
+    viewer: Viewer,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+) -> Result<Response, WebError> {
+    require_cashier(&viewer, &headers)?;
+    let charge = visible_charge(&app, &viewer, &id).await?;
+    render(&screen_page(&app, &viewer, &charge, None))
+}
+
+/// `text/event-stream` of the charge's status until it is final.
+async fn stream(
+    State(app): State<Arc<App>>,
+    viewer: Viewer,
+    Path(id): Path<String>,
+) -> Result<Response, WebError> {
+    viewer.require(Action::UseCashier)?;
+    let charge = visible_charge(&app, &viewer, &id).await?;
+    let lang = viewer.lang;
+    let Some(updates) = crate::live::follow(
+        app.clone(),
+        charge.merchant_id,
+        charge.environment,
+        charge.id,
+    )
+    .await?
+    else {
+        return Err(WebError::NotFound(lang));
+    };
+    let events = updates.map(move |charge| {
+        Ok::<_, std::convert::Infallible>(
+            Event::default()
+                .event("status")
+                .data(status_json(lang, &charge)),
+        )
+    });
+    Ok(Sse::new(events)
+        .keep_alive(KeepAlive::default())
+        .into_response())
+}
+
+/// The polling fallback: the charge's status now, as JSON.
+async fn status(
+    State(app): State<Arc<App>>,
+    viewer: Viewer,
+    Path(id): Path<String>,
+) -> Result<Response, WebError> {
+    viewer.require(Action::UseCashier)?;
+    let charge = visible_charge(&app, &viewer, &id).await?;
+    Ok((
+        [(axum::http::header::CONTENT_TYPE, "application/json")],
+        status_json(viewer.lang, &charge),
+    )
+        .into_response())
+}
+
+#[derive(Deserialize, Default)]
+struct Empty {}
+
+async fn cancel(
+    State(app): State<Arc<App>>,
+    Path(id): Path<String>,
+    Posted { viewer, .. }: Posted<Empty>,
+) -> Result<Response, WebError> {
+    viewer.require(Action::CancelCharge)?;
+    let charge = visible_charge(&app, &viewer, &id).await?;
+    if charge.status != ChargeState::Pending && charge.status != ChargeState::Processing {
+        return Ok(see_other(&format!("/dashboard/cashier/{id}")));
+    }
+    let caller = viewer.caller();
+    match app
+        .cancel_charge(&caller, charge.clone(), &crate::api::request_id::current())
+        .await
+    {
+        Ok(_) => Ok(see_other(&format!("/dashboard/cashier/{id}"))),
+        Err(e) => {
+            let e = crate::api::psp_failure::from_charge_error(e, caller.environment);
+            let current = visible_charge(&app, &viewer, &id).await?;
+            render_status(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                &screen_page(
+                    &app,
+                    &viewer,
+                    &current,
+                    Some(FormError {
+                        field: None,
+                        message: match &e.body.psp_message {
+                            Some(psp) => format!("{} {psp}", e.body.message),
+                            None => e.body.message.clone(),
+                        },
+                        hint: e.body.hint.clone(),
+                    }),
+                ),
+            )
+        }
+    }
+}
