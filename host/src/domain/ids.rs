@@ -1,4 +1,5 @@
-//! Public object ids: [`ChargeId`] (`chg_…`), [`EventId`] (`evt_…`), [`CredentialId`] (`cred_…`).
+//! Public object ids: [`ChargeId`] (`chg_…`), [`EventId`] (`evt_…`), [`CredentialId`] (`cred_…`),
+//! [`PaymentLinkId`] (`plink_…`).
 //!
 //! Each is a type prefix and a UUIDv7 written as 22 base62 characters. A UUIDv7 starts with the
 //! creation time in milliseconds and `Uuid::now_v7` keeps ids from one process strictly
@@ -99,6 +100,10 @@ public_id!(
 public_id!(
     /// The public id of a stored PSP credential: `cred_` and 22 base62 characters.
     CredentialId, "cred_", "credential id"
+);
+public_id!(
+    /// The public id of a payment link: `plink_` and 22 base62 characters.
+    PaymentLinkId, "plink_", "payment link id"
 );
 
 #[cfg(test)]

@@ -8,7 +8,8 @@
 //!   digits verified.
 //! - [`Email`] (`email.rs`): a payer's e-mail address.
 //! - [`Reference`] (`reference.rs`): the id the gateway chooses for a charge and sends to the PSP.
-//! - [`ChargeId`], [`EventId`], [`CredentialId`] (`ids.rs`): public, time-ordered object ids.
+//! - [`ChargeId`], [`EventId`], [`CredentialId`], [`PaymentLinkId`] (`ids.rs`): public,
+//!   time-ordered object ids.
 //! - [`Environment`] (`environment.rs`): `test` or `live`.
 //! - [`ApiKey`] (`api_key.rs`): merchant API keys, their lookup prefix and their stored hash.
 //! - [`BrCode`] (`brcode.rs`): a Pix copy-and-paste code, structure and CRC verified.
@@ -34,7 +35,7 @@ pub use brcode::{BrCode, crc16};
 pub use document::{Document, DocumentKind};
 pub use email::Email;
 pub use environment::Environment;
-pub use ids::{ChargeId, CredentialId, EventId};
+pub use ids::{ChargeId, CredentialId, EventId, PaymentLinkId};
 pub use qr::qr_png_base64;
 pub use reference::Reference;
 

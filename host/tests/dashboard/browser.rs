@@ -2,6 +2,7 @@
 //! installs them): the dashboard as a person uses it, with screenshots in `target/screenshots/`.
 #![allow(dead_code)]
 
+use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
@@ -32,8 +33,11 @@ impl Browser {
         let driver_bin = std::env::var("CHROMEDRIVER").unwrap_or_else(|_| "chromedriver".into());
         let chrome_bin = std::env::var("CHROME").unwrap_or_else(|_| "/usr/bin/chromium".into());
         let port = free_port();
+        // Its own process group: dropping the browser (a failed test too) ends chromedriver and
+        // every Chromium process it started.
         let driver = Command::new(&driver_bin)
             .arg(format!("--port={port}"))
+            .process_group(0)
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
@@ -223,16 +227,18 @@ impl Browser {
             .unwrap()
     }
 
-    pub async fn close(mut self) {
+    pub async fn close(self) {
         let _ = self.client.clone().close().await;
-        let _ = self.driver.kill();
-        let _ = self.driver.wait();
     }
 }
 
 impl Drop for Browser {
     fn drop(&mut self) {
-        let _ = self.driver.kill();
+        // The whole group: chromedriver and its browsers.
+        let _ = Command::new("kill")
+            .args(["-KILL", &format!("-{}", self.driver.id())])
+            .status();
+        let _ = self.driver.wait();
     }
 }
 

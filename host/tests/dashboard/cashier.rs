@@ -37,15 +37,26 @@ async fn reference_of(gw: &Gateway, key: &str, id: &str) -> String {
 }
 
 async fn pay(sim: &psp_sim::Sim, reference: &str) {
-    sim_control(sim, "/_sim/pay", Some(json!({"provider": "efi", "reference": reference}))).await;
+    sim_control(
+        sim,
+        "/_sim/pay",
+        Some(json!({"provider": "efi", "reference": reference})),
+    )
+    .await;
 }
 
 /// Waits until the live screen shows paid, without a reload; the time it took.
 async fn wait_paid(browser: &Browser) -> Duration {
     let started = Instant::now();
-    browser.find(".live-charge[data-state=paid] .when-paid").await;
+    browser
+        .find(".live-charge[data-state=paid] .when-paid")
+        .await;
     let elapsed = started.elapsed();
-    let marker = browser.client.execute("return window.__sameDocument === true;", vec![]).await.unwrap();
+    let marker = browser
+        .client
+        .execute("return window.__sameDocument === true;", vec![])
+        .await
+        .unwrap();
     assert_eq!(marker, Value::Bool(true), "the page was reloaded");
     elapsed
 }
@@ -65,9 +76,19 @@ async fn a_sale_at_the_cashier_turns_to_paid_by_itself() {
     let id = sell(&browser, "19,90").await;
     // The QR code the browser drew is the copy-and-paste code.
     let qr = browser.find("#qr").await.screenshot().await.unwrap();
-    let code = browser.find("#copy-paste").await.prop("value").await.unwrap().unwrap();
+    let code = browser
+        .find("#copy-paste")
+        .await
+        .prop("value")
+        .await
+        .unwrap()
+        .unwrap();
     assert!(code.starts_with("000201"), "a BR Code: {code}");
-    assert_eq!(decode_qr(&qr).as_deref(), Some(code.as_str()), "the QR decodes to the code");
+    assert_eq!(
+        decode_qr(&qr).as_deref(),
+        Some(code.as_str()),
+        "the QR decodes to the code"
+    );
     assert!(browser.page_text().await.contains("R$19.90"));
     browser.screenshots("cashier-pending").await;
     // The API sees the same charge, with its operator's amount.
@@ -75,7 +96,11 @@ async fn a_sale_at_the_cashier_turns_to_paid_by_itself() {
     assert_eq!(charge["amount"], 1990);
     assert_eq!(charge["pix"]["copy_paste"], code.as_str());
 
-    browser.client.execute("window.__sameDocument = true;", vec![]).await.unwrap();
+    browser
+        .client
+        .execute("window.__sameDocument = true;", vec![])
+        .await
+        .unwrap();
     pay(&sim, charge["reference"].as_str().unwrap()).await;
     wait_paid(&browser).await;
     let text = browser.text(".when-paid").await;
@@ -86,7 +111,16 @@ async fn a_sale_at_the_cashier_turns_to_paid_by_itself() {
 
     // New sale starts over with an empty form.
     browser.click("#new-sale").await;
-    assert_eq!(browser.find("#amount").await.prop("value").await.unwrap().as_deref(), Some(""));
+    assert_eq!(
+        browser
+            .find("#amount")
+            .await
+            .prop("value")
+            .await
+            .unwrap()
+            .as_deref(),
+        Some("")
+    );
     browser.close().await;
 }
 
@@ -97,7 +131,11 @@ async fn the_cashier_on_a_phone() {
     let gw = Gateway::start(&db, &sim, &["efi"], GatewayOptions::default()).await;
     let shop = Shop::open(&db, &gw, &sim, "Feira", "bia@feira.com.br").await;
     let browser = Browser::start(&gw.url).await;
-    browser.client.set_window_size(PHONE.0, PHONE.1).await.unwrap();
+    browser
+        .client
+        .set_window_size(PHONE.0, PHONE.1)
+        .await
+        .unwrap();
     sign_in(&browser, "bia@feira.com.br").await;
     browser.goto("/dashboard/cashier").await;
     // Large targets: the amount field and the button are at least 44 px tall.
@@ -109,9 +147,16 @@ async fn the_cashier_on_a_phone() {
     let id = sell(&browser, "7.50").await;
     // The QR fits the screen.
     let (x, _, width, _) = browser.find("#qr").await.rectangle().await.unwrap();
-    assert!(x >= 0.0 && x + width <= f64::from(PHONE.0), "QR at {x}+{width}");
+    assert!(
+        x >= 0.0 && x + width <= f64::from(PHONE.0),
+        "QR at {x}+{width}"
+    );
     browser.screenshot("cashier-pending-phone-only").await;
-    browser.client.execute("window.__sameDocument = true;", vec![]).await.unwrap();
+    browser
+        .client
+        .execute("window.__sameDocument = true;", vec![])
+        .await
+        .unwrap();
     pay(&sim, &reference_of(&gw, &shop.test_key, &id).await).await;
     wait_paid(&browser).await;
     assert!(browser.text(".when-paid").await.contains("R$7.50"));
@@ -135,7 +180,11 @@ async fn cashier_paid_latency() {
     for i in 0..50 {
         let id = sell(&browser, &format!("{},00", i + 1)).await;
         let reference = reference_of(&gw, &shop.test_key, &id).await;
-        browser.client.execute("window.__sameDocument = true;", vec![]).await.unwrap();
+        browser
+            .client
+            .execute("window.__sameDocument = true;", vec![])
+            .await
+            .unwrap();
         let started = Instant::now();
         pay(&sim, &reference).await;
         wait_paid(&browser).await;
@@ -143,7 +192,13 @@ async fn cashier_paid_latency() {
     }
     times.sort();
     let p = |q: f64| times[((times.len() as f64 * q).ceil() as usize).saturating_sub(1)];
-    println!("pay → paid screen over {} payments: p50 {:?}, p99 {:?}, max {:?}", times.len(), p(0.5), p(0.99), times[times.len() - 1]);
+    println!(
+        "pay → paid screen over {} payments: p50 {:?}, p99 {:?}, max {:?}",
+        times.len(),
+        p(0.5),
+        p(0.99),
+        times[times.len() - 1]
+    );
     browser.close().await;
 }
 
@@ -155,27 +210,52 @@ async fn cashiers_see_their_own_sales_and_forms_resume(backend: Backend) {
     let shop = Shop::open(&db, &gw, &sim, "Loja", "dono@loja.com.br").await;
     let cashier = super::accounts::join_as(&gw, &shop.owner, "caixa@loja.com.br", "cashier").await;
     let other = super::accounts::join_as(&gw, &shop.owner, "caixa2@loja.com.br", "cashier").await;
-    let reader = super::accounts::join_as(&gw, &shop.owner, "leitura@loja.com.br", "read_only").await;
+    let reader =
+        super::accounts::join_as(&gw, &shop.owner, "leitura@loja.com.br", "read_only").await;
 
     // Amounts as people type them; refusals keep what was typed.
     let form = cashier.get("/dashboard/cashier").await;
     form.assert_ok();
     let sale = form.input_value("sale").unwrap();
     let bad = cashier
-        .post("/dashboard/cashier", &[("amount", "19,999"), ("description", "Pão"), ("provider", "efi"), ("sale", &sale)])
+        .post(
+            "/dashboard/cashier",
+            &[
+                ("amount", "19,999"),
+                ("description", "Pão"),
+                ("provider", "efi"),
+                ("sale", &sale),
+            ],
+        )
         .await;
     assert_eq!(bad.status, 422);
     assert!(bad.text().contains("Invalid amount"));
     assert_eq!(bad.input_value("amount").as_deref(), Some("19,999"));
     assert_eq!(bad.input_value("description").as_deref(), Some("Pão"));
     let answer = cashier
-        .post("/dashboard/cashier", &[("amount", "1.234,50"), ("description", "Pão"), ("provider", "efi"), ("sale", &sale)])
+        .post(
+            "/dashboard/cashier",
+            &[
+                ("amount", "1.234,50"),
+                ("description", "Pão"),
+                ("provider", "efi"),
+                ("sale", &sale),
+            ],
+        )
         .await;
     let location = answer.assert_redirect("/dashboard/cashier/chg_").to_owned();
     let id = location.rsplit('/').next().unwrap().to_owned();
     // The same form sent again shows the same charge: no second one.
     let again = cashier
-        .post("/dashboard/cashier", &[("amount", "1.234,50"), ("description", "Pão"), ("provider", "efi"), ("sale", &sale)])
+        .post(
+            "/dashboard/cashier",
+            &[
+                ("amount", "1.234,50"),
+                ("description", "Pão"),
+                ("provider", "efi"),
+                ("sale", &sale),
+            ],
+        )
         .await;
     assert_eq!(again.location.as_deref(), Some(location.as_str()));
     let (_, list) = gw.get("/v1/charges", &shop.test_key).await;

@@ -9,9 +9,9 @@ mod browser;
 mod support;
 
 mod accounts;
-mod cashier;
 mod api_keys;
 mod audit;
+mod cashier;
 mod charges;
 mod onboarding;
 mod psps;

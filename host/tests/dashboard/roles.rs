@@ -45,6 +45,7 @@ const ROUTES: &[(&str, &str, Option<Action>)] = &[
 
 /// The navigation's links and the action that shows each.
 const NAV: &[(&str, Action)] = &[
+    ("href=\"/dashboard/cashier\"", Action::UseCashier),
     ("href=\"/dashboard/charges\"", Action::ViewCharges),
     ("href=\"/dashboard/psps\"", Action::ViewCredentials),
     ("href=\"/dashboard/api-keys\"", Action::ViewApiKeys),

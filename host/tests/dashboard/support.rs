@@ -265,7 +265,11 @@ impl Shop {
             .and_then(|l| l.split_whitespace().next())
             .expect("the signed-up merchant is listed")
             .to_owned();
-        let test_key = cli(db, &[], &["key", "create", "--merchant", &merchant_id, "--env", "test"]);
+        let test_key = cli(
+            db,
+            &[],
+            &["key", "create", "--merchant", &merchant_id, "--env", "test"],
+        );
         gateway.connect(sim, &test_key, "efi", &[]).await;
         Shop {
             owner,

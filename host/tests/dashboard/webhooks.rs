@@ -274,7 +274,8 @@ async fn endpoints_deliveries_and_redelivery_from_the_dashboard(backend: Backend
     // A paid charge: delivered, and on the page.
     let charge = paid_charge(&gw, &sim, &key).await;
     let paid = receiver.wait_for("charge.paid", 1).await;
-    assert!(receiver.signed_with(receiver.received.lock().len() - 1, &secret));
+    let last = receiver.received.lock().len() - 1;
+    assert!(receiver.signed_with(last, &secret));
     let event_id = paid[0].0.clone();
     let page = poll(
         Duration::from_secs(20),
@@ -355,7 +356,7 @@ async fn endpoints_deliveries_and_redelivery_from_the_dashboard(backend: Backend
         .assert_redirect("/dashboard/webhooks");
     receiver.wait_for("charge.paid", 3).await;
 
-    // Rotated: a new secret, once; the next deliveries carry both signatures.
+    // Rotated: a new secret, shown once; the previous one signs for a day more.
     owner.get("/dashboard/webhooks").await;
     let rotated = owner
         .post(&format!("/dashboard/webhooks/{endpoint}/rotate"), &[])
