@@ -16,6 +16,8 @@ pub struct AppConfig {
     pub delivery: crate::webhooks::outbound::DeliveryConfig,
     /// Requests per API key and second (0: no limit).
     pub rate_limit: u32,
+    /// Charges created from public payment links per client address and minute (0: no limit).
+    pub checkout_rate_limit: u32,
     pub breaker: crate::routing::BreakerConfig,
     pub reconciler: crate::reconciler::ReconcilerConfig,
     /// Dashboard sessions.
@@ -36,6 +38,8 @@ pub struct App {
     /// Charge status changes made by this gateway, for live screens.
     pub live: crate::live::LiveUpdates,
     pub rate_limiter: crate::rate_limit::RateLimiter,
+    /// Charges created from public payment links, per client address.
+    pub checkout_limiter: crate::rate_limit::RateLimiter,
     /// PSP health for the router.
     pub breaker: crate::routing::Breaker,
 }
@@ -52,6 +56,9 @@ impl App {
             outbox: Default::default(),
             live: Default::default(),
             rate_limiter: crate::rate_limit::RateLimiter::new(config.rate_limit),
+            checkout_limiter: crate::rate_limit::RateLimiter::per_minute(
+                config.checkout_rate_limit,
+            ),
             breaker: crate::routing::Breaker::new(config.breaker.clone()),
             config,
         })

@@ -13,6 +13,10 @@
 //! - [`web`]: the merchant dashboard (`/dashboard`); [`accounts`]: people, passwords, sessions
 //!   and invitations; [`policy`]: who may do what; [`audit`]: every change with its actor.
 //! - [`api_keys`]: issuing, listing and revoking merchants' API keys (CLI and dashboard).
+//! - [`statement`]: paid charges by payment day in the merchant's time zone: totals, the daily
+//!   series and its chart, the CSV export.
+//! - [`payment_links`]: merchants' public checkout pages (`/p/<slug>`) and the charges payers
+//!   make through them.
 
 pub mod accounts;
 pub mod api;
@@ -25,11 +29,13 @@ pub mod credentials;
 pub mod domain;
 pub mod live;
 pub mod metrics;
+pub mod payment_links;
 pub mod policy;
 pub mod rate_limit;
 pub mod reconciler;
 pub mod routing;
 pub mod runtime;
+pub mod statement;
 pub mod store;
 pub mod vault;
 pub mod web;

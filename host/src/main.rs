@@ -162,6 +162,10 @@ struct ServeArgs {
     /// Requests per API key and second, with bursts of twice as many (0: no limit).
     #[arg(long, env = "PIXGW_RATE_LIMIT", default_value_t = 100)]
     rate_limit: u32,
+    /// Charges a client address may create from public payment links per minute, all at once
+    /// if it likes (0: no limit).
+    #[arg(long, env = "PIXGW_CHECKOUT_RATE_LIMIT", default_value_t = 20)]
+    checkout_rate_limit: u32,
     /// After this long, a charge whose create's outcome stayed unknown is settled: canceled at
     /// the PSP if it turned up there, forgotten if not.
     #[arg(long, env = "PIXGW_ORPHAN_AGE", default_value = "10m", value_parser = pixgw::config::parse_duration)]
@@ -433,6 +437,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let config = pixgw::app::AppConfig {
         base_url: base_url.clone(),
         rate_limit: args.rate_limit,
+        checkout_rate_limit: args.checkout_rate_limit,
         breaker: pixgw::routing::BreakerConfig {
             threshold: args.breaker_threshold.max(1),
             cooldown: args.breaker_cooldown,

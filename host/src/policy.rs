@@ -79,10 +79,14 @@ pub enum Action {
     ManageTeam,
     ViewAudit,
     ViewAdapters,
+    /// Payment links (public checkout pages) and what they took.
+    ViewPaymentLinks,
+    /// Create, change, deactivate payment links.
+    ManagePaymentLinks,
 }
 
 impl Action {
-    pub const ALL: [Action; 17] = [
+    pub const ALL: [Action; 19] = [
         Action::ViewOverview,
         Action::ViewAllCharges,
         Action::ViewCharges,
@@ -100,6 +104,8 @@ impl Action {
         Action::ManageTeam,
         Action::ViewAudit,
         Action::ViewAdapters,
+        Action::ViewPaymentLinks,
+        Action::ManagePaymentLinks,
     ];
 }
 
@@ -116,6 +122,7 @@ pub fn allows(role: Role, action: Action) -> bool {
                 | ManageWebhookEndpoints
                 | ManageTeam
                 | ViewAdapters
+                | ManagePaymentLinks
         ),
         Role::Cashier => matches!(
             action,
@@ -131,6 +138,7 @@ pub fn allows(role: Role, action: Action) -> bool {
                 | ViewWebhookEndpoints
                 | ViewTeam
                 | ViewAudit
+                | ViewPaymentLinks
         ),
     }
 }
@@ -143,7 +151,7 @@ mod tests {
     /// The whole matrix, row by row: a change to the policy shows up here as a diff.
     #[test]
     fn the_matrix() {
-        let rows: [(Action, [bool; 4]); 17] = [
+        let rows: [(Action, [bool; 4]); 19] = [
             //                        owner  manager cashier read-only
             (ViewOverview, [true, true, true, true]),
             (ViewAllCharges, [true, true, false, true]),
@@ -162,6 +170,8 @@ mod tests {
             (ManageTeam, [true, false, false, false]),
             (ViewAudit, [true, true, false, true]),
             (ViewAdapters, [true, false, false, false]),
+            (ViewPaymentLinks, [true, true, false, true]),
+            (ManagePaymentLinks, [true, false, false, false]),
         ];
         assert_eq!(rows.len(), Action::ALL.len(), "every action has a row");
         for (action, expected) in rows {
@@ -181,6 +191,7 @@ mod tests {
             ManageWebhookEndpoints,
             RedeliverEvent,
             ManageTeam,
+            ManagePaymentLinks,
         ] {
             assert!(!allows(Role::ReadOnly, action), "{action:?}");
         }

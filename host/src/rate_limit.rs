@@ -1,5 +1,7 @@
-//! Requests per API key: a token bucket per key, in this process. A key over its rate gets
-//! 429 with `Retry-After`; the bucket refills continuously, so bursts up to twice the rate pass.
+//! Token buckets per key, in this process: requests per API key and second ([`RateLimiter::new`]:
+//! a key over its rate gets 429 with `Retry-After`; bursts up to twice the rate pass), and
+//! actions per key and minute ([`RateLimiter::per_minute`]: charges created from public payment
+//! links, per client address). Buckets refill continuously.
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
@@ -10,7 +12,9 @@ use parking_lot::Mutex;
 const MAX_KEYS: usize = 100_000;
 
 pub struct RateLimiter {
+    /// Tokens added per second.
     per_second: f64,
+    /// Tokens a bucket holds at most.
     burst: f64,
     buckets: Mutex<HashMap<String, (f64, Instant)>>,
 }
@@ -21,6 +25,15 @@ impl RateLimiter {
         RateLimiter {
             per_second: f64::from(per_second),
             burst: f64::from(per_second) * 2.0,
+            buckets: Mutex::default(),
+        }
+    }
+
+    /// `per_minute` per key and minute, all of them usable at once; 0 turns limiting off.
+    pub fn per_minute(per_minute: u32) -> RateLimiter {
+        RateLimiter {
+            per_second: f64::from(per_minute) / 60.0,
+            burst: f64::from(per_minute),
             buckets: Mutex::default(),
         }
     }
@@ -69,5 +82,21 @@ mod tests {
         );
         assert!(limiter.check("b").is_ok(), "keys are limited separately");
         assert!(RateLimiter::new(0).check("a").is_ok());
+    }
+
+    #[test]
+    fn a_minute_limit_passes_its_count_then_waits_for_the_next_token() {
+        let limiter = RateLimiter::per_minute(3);
+        for _ in 0..3 {
+            assert!(limiter.check("10.0.0.1").is_ok());
+        }
+        let wait = limiter.check("10.0.0.1").unwrap_err();
+        // One token every 20 s; a few microseconds have refilled since.
+        assert!(
+            wait <= Duration::from_secs(20) && wait > Duration::from_secs(19),
+            "{wait:?}"
+        );
+        assert!(limiter.check("10.0.0.2").is_ok());
+        assert!(RateLimiter::per_minute(0).check("10.0.0.1").is_ok());
     }
 }

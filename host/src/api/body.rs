@@ -86,6 +86,16 @@ impl JsonObject {
         self.map.remove(key).filter(|v| !v.is_null())
     }
 
+    /// Whether `key` is given as JSON `null`, which in an update clears an optional setting.
+    /// Takes it when it is.
+    pub fn null(&mut self, key: &str) -> bool {
+        let null = self.map.get(key).is_some_and(Value::is_null);
+        if null {
+            self.map.remove(key);
+        }
+        null
+    }
+
     pub fn integer(&mut self, key: &str) -> Result<Option<i64>, ApiError> {
         match self.take(key) {
             None => Ok(None),

@@ -156,6 +156,7 @@ fn parse_input(mut body: JsonObject) -> Result<ChargeInput, ApiError> {
         payer,
         expires_in,
         metadata,
+        payment_link: None,
     })
 }
 

@@ -4,8 +4,9 @@
 //! - [`charges`]: `/v1/charges` (and each charge's live stream); [`credentials`]:
 //!   `/v1/credentials`; [`webhook_endpoints`]: `/v1/webhook_endpoints`; [`events`]:
 //!   `/v1/events`; [`notifications`]: `/api/wh/<uuid>`, where PSPs notify; [`adapters`]:
-//!   `/v1/adapters`; [`health`]: `/healthz`, `/readyz`, `/metrics`; [`openapi`]:
-//!   `/v1/openapi.json`.
+//!   `/v1/adapters`; [`payment_links`]: `/v1/payment_links`; [`health`]: `/healthz`,
+//!   `/readyz`, `/metrics`; [`openapi`]: `/v1/openapi.json`.
+//! - [`statement`]: `/v1/statement` and `/v1/statement.csv`, paid charges by payment day.
 //! - The dashboard's routes ([`crate::web`]) join here, under the same layers.
 //! - [`auth`] turns an API key into a [`crate::charges::Caller`]; [`body`] reads JSON bodies
 //!   field by field; [`error`] is the one error type; [`psp_failure`] maps PSP failures to it.
@@ -20,8 +21,10 @@ pub mod events;
 pub mod health;
 pub mod notifications;
 pub mod openapi;
+pub mod payment_links;
 pub mod psp_failure;
 pub mod request_id;
+pub mod statement;
 pub mod webhook_endpoints;
 
 use std::sync::Arc;
@@ -39,6 +42,8 @@ pub fn router(app: Arc<App>) -> Router {
         .merge(events::router())
         .merge(notifications::router())
         .merge(adapters::router())
+        .merge(payment_links::router())
+        .merge(statement::router())
         .merge(health::router())
         .merge(openapi::router())
         .merge(crate::web::router())

@@ -8,9 +8,12 @@ use axum::{Json, Router};
 use utoipa::OpenApi;
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 
-use super::{adapters, charges, credentials, error, events, health, webhook_endpoints};
+use super::{
+    adapters, charges, credentials, error, events, health, payment_links, statement,
+    webhook_endpoints,
+};
 use crate::app::App;
-use crate::charges::object::{ChargeObject, PayerSchema, PixData};
+use crate::charges::object::{ChargeObject, ChargePaymentLink, PayerSchema, PixData};
 
 #[derive(OpenApi)]
 #[openapi(
@@ -28,18 +31,25 @@ use crate::charges::object::{ChargeObject, PayerSchema, PixData};
         webhook_endpoints::update, webhook_endpoints::remove, webhook_endpoints::rotate,
         events::list, events::read, events::redeliver,
         credentials::create, credentials::list, credentials::read, credentials::update,
-        credentials::remove, adapters::list, health::live, health::ready, health::metrics,
+        credentials::remove, payment_links::create, payment_links::list, payment_links::read,
+        payment_links::update, payment_links::deactivate, statement::list, statement::csv, adapters::list, health::live, health::ready, health::metrics,
     ),
     components(schemas(
         ChargeObject, charges::ChargeList, charges::CreateChargeRequest,
-        PayerSchema, PixData, credentials::CredentialObject, webhook_endpoints::EndpointObject,
+        PayerSchema, PixData, ChargePaymentLink, payment_links::PaymentLinkObject,
+        payment_links::PaymentLinkList, payment_links::CreatePaymentLinkRequest,
+        payment_links::UpdatePaymentLinkRequest, credentials::CredentialObject, webhook_endpoints::EndpointObject,
         credentials::WebhookInfo, credentials::Verification, error::ErrorResponse,
-        error::ErrorBody, error::ErrorType,
+        error::ErrorBody, error::ErrorType, statement::StatementList,
+        statement::StatementLineObject, statement::StatementTotals, statement::Operator,
+        statement::OperatorType, statement::LinkRef,
     )),
     modifiers(&ApiKeyAuth),
     tags(
         (name = "charges", description = "Pix charges at the merchant's PSPs"),
         (name = "credentials", description = "The merchant's accounts at PSPs"),
+        (name = "payment_links", description = "Public pages (`/p/<slug>`) where anyone pays the merchant by Pix; each payment is a charge that names its link"),
+        (name = "statement", description = "Paid charges by payment time, in the merchant's days (America/Sao_Paulo), with totals, and as CSV for Brazilian spreadsheets"),
         (name = "webhooks", description = "Events of the merchant's charges, delivered to its endpoints signed per the Standard Webhooks specification (`webhook-id`, `webhook-timestamp`, `webhook-signature: v1,<base64 HMAC-SHA256 of id.timestamp.body>`)"),
         (name = "operations", description = "Adapters, health and metrics"),
     )

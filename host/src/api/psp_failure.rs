@@ -206,6 +206,14 @@ pub fn from_charge_error(error: ChargeError, environment: Environment) -> ApiErr
                 status.as_str()
             ),
         ),
+        ChargeError::LinkClosed { link } => ApiError::new(
+            StatusCode::CONFLICT,
+            ErrorType::InvalidRequestError,
+            "payment_link_closed",
+            format!(
+                "The payment link {link} takes no more charges: it is inactive, outside its validity window, or used up."
+            ),
+        ),
         ChargeError::Psp(call) => from_call(&call, environment),
         ChargeError::NoRoute { reason } => ApiError::invalid_param(
             "provider",

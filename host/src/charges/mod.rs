@@ -69,6 +69,15 @@ pub struct ChargeInput {
     pub payer: PayerInput,
     pub expires_in: u32,
     pub metadata: serde_json::Map<String, serde_json::Value>,
+    /// The payment link a payer is paying through (the public checkout); `None` otherwise.
+    pub payment_link: Option<LinkOrigin>,
+}
+
+/// The payment link a charge comes from: recorded on the charge with the name the payer saw.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LinkOrigin {
+    pub id: String,
+    pub name: String,
 }
 
 /// One charge request being tried at a PSP.
@@ -132,6 +141,9 @@ pub enum ChargeError {
     CancelUnsupported { provider: String },
     #[error("the charge is {status:?} and can no longer be canceled")]
     NotCancelable { status: ChargeState },
+    /// The payment link takes no more charges (deactivated, outside its window, used up).
+    #[error("payment link {link} takes no more charges")]
+    LinkClosed { link: String },
     /// The PSP refused or failed, or the adapter did.
     #[error(transparent)]
     Psp(#[from] CallError),
@@ -288,16 +300,22 @@ impl App {
                 Actor::User { id, .. } => Some(id.clone()),
                 Actor::ApiKey { .. } | Actor::System => None,
             },
+            payment_link_id: input.payment_link.as_ref().map(|l| l.id.clone()),
+            payment_link_name: input.payment_link.as_ref().map(|l| l.name.clone()),
             created_at: now,
             updated_at: now,
         };
         if !self.store.insert_creating_charge(&charge).await? {
             // A request with this reference ran before and died: continue its charge.
-            let existing = self
-                .store
-                .charge_by_reference(reference.as_str())
-                .await?
-                .ok_or_else(|| StoreError::Corrupt(format!("reference {reference} vanished")))?;
+            let Some(existing) = self.store.charge_by_reference(reference.as_str()).await? else {
+                // Nothing holds the reference: the insert refused the charge's closed link.
+                return Err(match &input.payment_link {
+                    Some(link) => ChargeError::LinkClosed {
+                        link: link.id.clone(),
+                    },
+                    None => StoreError::Corrupt(format!("reference {reference} vanished")).into(),
+                });
+            };
             if existing.status != ChargeState::Creating || existing.credential_id != credential.id {
                 return Ok(existing);
             }

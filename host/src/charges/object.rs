@@ -28,6 +28,15 @@ pub struct PixData {
     expires_at: Option<String>,
 }
 
+/// The payment link a charge came from.
+#[derive(Serialize, ToSchema)]
+pub struct ChargePaymentLink {
+    /// `plink_…`.
+    id: String,
+    /// The link's name when the charge was made (what the payer saw).
+    name: String,
+}
+
 /// A charge.
 #[derive(Serialize, ToSchema)]
 pub struct ChargeObject {
@@ -57,6 +66,9 @@ pub struct ChargeObject {
     amount_paid: Option<i64>,
     /// Set when the PSP reported a payment of another amount than the charge's.
     amount_mismatch: bool,
+    /// The payment link the payer paid through, with the link's name when the charge was made;
+    /// `null` for charges made otherwise.
+    payment_link: Option<ChargePaymentLink>,
     /// For `provider: "random"`: `{mode: "round_robin", selected_provider, attempted_providers}`.
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(value_type = Option<Object>)]
@@ -95,6 +107,10 @@ impl From<&ChargeRecord> for ChargeObject {
             end_to_end_id: c.end_to_end_id.clone(),
             amount_paid: c.amount_paid,
             amount_mismatch: c.amount_paid.is_some_and(|paid| paid != c.amount),
+            payment_link: c.payment_link_id.as_ref().map(|id| ChargePaymentLink {
+                id: id.clone(),
+                name: c.payment_link_name.clone().unwrap_or_default(),
+            }),
             routing: c.routing.clone(),
             metadata: c.metadata.clone(),
         }

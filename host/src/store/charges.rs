@@ -85,6 +85,9 @@ pub struct ChargeRecord {
     pub routing: Option<serde_json::Value>,
     /// The dashboard user who made the charge (a cashier's sale); `None` for the API's.
     pub operator_id: Option<String>,
+    /// The payment link the charge was made through, and the link's name then.
+    pub payment_link_id: Option<String>,
+    pub payment_link_name: Option<String>,
     pub created_at: i64,
     pub updated_at: i64,
 }
@@ -130,16 +133,20 @@ pub struct ChargeFilter {
 const COLUMNS: &str = "id, merchant_id, environment, credential_id, provider, reference, psp_id, \
     status, amount, description, payer_email, payer_name, payer_document, copy_paste, \
     qr_png_base64, expires_at, metadata, paid_at, end_to_end_id, amount_paid, created_at, updated_at, \
-    routing, operator_id";
+    routing, operator_id, payment_link_id, payment_link_name";
 
 impl Store {
     /// Writes a `creating` charge. `false` when a charge with this reference exists already
-    /// (a retry of a request that reserved it): the caller carries on with that one.
+    /// (a retry of a request that reserved it): the caller carries on with that one. `false`
+    /// too when the charge's payment link takes no more charges (inactive, outside its window,
+    /// used up): checked in the insert itself, so no charge is ever written for a closed link.
     pub async fn insert_creating_charge(&self, c: &ChargeRecord) -> Result<bool, StoreError> {
         let done = sqlx::query(&format!(
-            "INSERT INTO charges ({COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, \
-             $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24) \
-             ON CONFLICT (reference) DO NOTHING"
+            "INSERT INTO charges ({COLUMNS}) SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, \
+             $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26 \
+             WHERE $25 IS NULL OR {} \
+             ON CONFLICT (reference) DO NOTHING",
+            super::payment_links::link_takes_charges("$25", "$21")
         ))
         .bind(&c.id)
         .bind(&c.merchant_id)
@@ -165,6 +172,8 @@ impl Store {
         .bind(c.updated_at)
         .bind(c.routing.as_ref().map(|r| r.to_string()))
         .bind(&c.operator_id)
+        .bind(&c.payment_link_id)
+        .bind(&c.payment_link_name)
         .execute(self.pool())
         .await?;
         Ok(done.rows_affected() == 1)
@@ -502,5 +511,7 @@ fn record_of(r: &sqlx::any::AnyRow) -> Result<ChargeRecord, StoreError> {
             .transpose()
             .map_err(|e| StoreError::Corrupt(format!("charge routing: {e}")))?,
         operator_id: r.get(23),
+        payment_link_id: r.get(24),
+        payment_link_name: r.get(25),
     })
 }

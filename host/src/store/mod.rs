@@ -7,7 +7,8 @@
 //! the binary. One module per table family: [`merchants`], [`api_keys`], [`credentials`],
 //! [`charges`], [`idempotency`], [`inbound`] (PSP notifications), [`webhook_endpoints`] and
 //! [`events`] (with the outbox of deliveries), [`routing`]; for the dashboard [`users`] (with
-//! memberships and invitations), [`sessions`] (with sign-in throttling) and [`audit`].
+//! memberships and invitations), [`sessions`] (with sign-in throttling) and [`audit`];
+//! [`payment_links`] (public checkout pages); [`statement`] (paid charges by payment time).
 
 pub mod adapter_cache;
 pub mod api_keys;
@@ -18,8 +19,10 @@ pub mod events;
 pub mod idempotency;
 pub mod inbound;
 pub mod merchants;
+pub mod payment_links;
 pub mod routing;
 pub mod sessions;
+pub mod statement;
 pub mod users;
 pub mod webhook_endpoints;
 

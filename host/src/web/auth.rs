@@ -86,7 +86,7 @@ fn safe_next(next: &str) -> &str {
 }
 
 /// Sets the visitor's CSRF cookie on a response when it is new.
-fn with_csrf_cookie(app: &App, visitor: &Visitor, mut response: Response) -> Response {
+pub(super) fn with_csrf_cookie(app: &App, visitor: &Visitor, mut response: Response) -> Response {
     if visitor.new_csrf
         && let Ok(v) = HeaderValue::from_str(&set_cookie(app, CSRF_COOKIE, &visitor.csrf, None))
     {
@@ -401,7 +401,12 @@ struct LanguageQuery {
 /// The language switch: a cookie for a year, then back where the person was.
 async fn language(State(app): State<Arc<App>>, Query(q): Query<LanguageQuery>) -> Response {
     let lang = Lang::from_tag(&q.lang).unwrap_or_default();
-    let mut response = see_other(safe_next(&q.next));
+    // Payers switch language on the public checkout pages too.
+    let next = match q.next.strip_prefix("/p/") {
+        Some(rest) if !rest.starts_with('/') && !q.next.contains('\\') => q.next.as_str(),
+        _ => safe_next(&q.next),
+    };
+    let mut response = see_other(next);
     if let Ok(v) = HeaderValue::from_str(&set_cookie(
         &app,
         LANG_COOKIE,

@@ -18,6 +18,7 @@ use axum::routing::{get, post};
 use futures::StreamExt;
 use serde::Deserialize;
 
+use super::charges::visible_charge;
 use super::i18n::Lang;
 use super::page::{Page, WebError, render, render_status, see_other};
 use super::session::{Posted, Viewer};
@@ -249,6 +250,7 @@ async fn create(
         payer: PayerInput::default(),
         expires_in: VALIDITY_SECS,
         metadata: Default::default(),
+        payment_link: None,
     };
     let caller = viewer.caller();
     match app
@@ -345,19 +347,6 @@ struct ScreenPage {
     charge: LiveCharge,
     can_cancel: bool,
     error: Option<FormError>,
-}
-
-/// The charge if the viewer may see it: their merchant and environment, and their own sale
-/// unless they see everyone's.
-async fn visible_charge(app: &App, viewer: &Viewer, id: &str) -> Result<ChargeRecord, WebError> {
-    let caller = viewer.caller();
-    app.store
-        .charge(&caller.merchant_id, caller.environment, id)
-        .await?
-        .filter(|c| {
-            viewer.can(Action::ViewAllCharges) || c.operator_id.as_deref() == Some(viewer.user_id())
-        })
-        .ok_or(WebError::NotFound(viewer.lang))
 }
 
 fn screen_page(

@@ -134,12 +134,16 @@ pub(super) fn page_href(path: &str, params: &[(&str, &str)]) -> String {
 
 /// Only this operator's charges, for a viewer who may not see everyone's: the one rule behind
 /// the list, the detail page and the cancel button.
-fn operator_scope(viewer: &Viewer) -> Option<String> {
+pub(super) fn operator_scope(viewer: &Viewer) -> Option<String> {
     (!viewer.can(Action::ViewAllCharges)).then(|| viewer.user_id().to_owned())
 }
 
 /// A charge of the viewer's merchant and environment that the viewer may see; a 404 otherwise.
-async fn visible_charge(app: &App, viewer: &Viewer, id: &str) -> Result<ChargeRecord, WebError> {
+pub(super) async fn visible_charge(
+    app: &App,
+    viewer: &Viewer,
+    id: &str,
+) -> Result<ChargeRecord, WebError> {
     let caller = viewer.caller();
     let scope = operator_scope(viewer);
     app.store
@@ -402,7 +406,7 @@ impl DetailPage {
     fn qr_alt(&self) -> String {
         self.c.tf(
             "charges.pix.qr_alt",
-            &[("amount", &self.c.money(&self.charge.amount))],
+            &[("amount", &self.c.money(self.charge.amount))],
         )
     }
 

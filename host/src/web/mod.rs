@@ -12,7 +12,11 @@
 //! - One module per area, each with its own `router()`: [`auth`] (sign-up, sign-in,
 //!   sign-out, password, language and environment switches, invitations), [`overview`],
 //!   [`psps`] (PSP credentials), [`api_keys`], [`webhooks`] (endpoints and deliveries),
-//!   [`cashier`] (the point-of-sale screen), [`charges`], [`team`], [`audit_log`], [`adapters`].
+//!   [`cashier`] (the point-of-sale screen), [`charges`], [`links`] (payment links), [`team`],
+//!   [`audit_log`], [`adapters`].
+//! - [`statement`]: the statement (paid charges by payment day), its chart and its CSV.
+//! - [`checkout`]: the public pages of payment links (`/p/<slug>`), for payers: no sign-in,
+//!   their own minimal layout.
 
 pub mod adapters;
 pub mod api_keys;
@@ -21,11 +25,14 @@ pub mod audit_log;
 pub mod auth;
 pub mod cashier;
 pub mod charges;
+pub mod checkout;
 pub mod i18n;
+pub mod links;
 pub mod overview;
 pub mod page;
 pub mod psps;
 pub mod session;
+pub mod statement;
 pub mod team;
 pub mod webhooks;
 
@@ -48,6 +55,9 @@ pub fn router() -> Router<Arc<App>> {
         .merge(webhooks::router())
         .merge(cashier::router())
         .merge(charges::router())
+        .merge(statement::router())
+        .merge(links::router())
+        .merge(checkout::router())
         .merge(team::router())
         .merge(audit_log::router())
         .merge(adapters::router())

@@ -23,6 +23,8 @@ const NAV: &[(&str, &str, Action)] = &[
     ("/dashboard", "nav.overview", Action::ViewOverview),
     ("/dashboard/cashier", "nav.cashier", Action::UseCashier),
     ("/dashboard/charges", "nav.charges", Action::ViewCharges),
+    ("/dashboard/statement", "nav.statement", Action::ViewCharges),
+    ("/dashboard/links", "nav.links", Action::ViewPaymentLinks),
     ("/dashboard/psps", "nav.psps", Action::ViewCredentials),
     ("/dashboard/api-keys", "nav.api_keys", Action::ViewApiKeys),
     (

@@ -548,6 +548,7 @@ async fn service(shop: &Shop) -> (Arc<pixgw::app::App>, crate::common::TestRunti
             base_url: shop.gw.url.clone(),
             delivery: Default::default(),
             rate_limit: 0,
+            checkout_rate_limit: 0,
             breaker: Default::default(),
             reconciler: Default::default(),
             sessions: Default::default(),
@@ -576,6 +577,7 @@ async fn sale(app: &pixgw::app::App, merchant_id: &str, user: (&str, &str), amou
         payer: Default::default(),
         expires_in: 3600,
         metadata: Default::default(),
+        payment_link: None,
     };
     let charge = app
         .create_charge(
