@@ -227,8 +227,9 @@ impl Browser {
             .unwrap()
     }
 
+    /// Ends the session; a browser that does not answer within 5 s is killed by `Drop`.
     pub async fn close(self) {
-        let _ = self.client.clone().close().await;
+        let _ = tokio::time::timeout(Duration::from_secs(5), self.client.clone().close()).await;
     }
 }
 
@@ -236,7 +237,7 @@ impl Drop for Browser {
     fn drop(&mut self) {
         // The whole group: chromedriver and its browsers.
         let _ = Command::new("kill")
-            .args(["-KILL", &format!("-{}", self.driver.id())])
+            .args(["-KILL", "--", &format!("-{}", self.driver.id())])
             .status();
         let _ = self.driver.wait();
     }

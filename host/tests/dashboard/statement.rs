@@ -755,7 +755,12 @@ async fn the_statement_page_in_a_browser() {
 
     let db = TestDb::new(Backend::Sqlite).await;
     let sim = start_sim().await;
-    let gw = Gateway::start(&db, &sim, &["efi", "openpix"], GatewayOptions::default()).await;
+    let options = GatewayOptions {
+        // The reconciler confirms a payment whose notification the PSP sends nowhere yet.
+        env: vec![("PIXGW_RECONCILE_SCHEDULE".into(), "1s".into())],
+        ..Default::default()
+    };
+    let gw = Gateway::start(&db, &sim, &["efi", "openpix"], options).await;
     let shop =
         crate::support::Shop::open(&db, &gw, &sim, "Padaria Estrela", "dona@padaria.com.br").await;
     gw.connect(&sim, &shop.test_key, "openpix", &[]).await;
@@ -817,15 +822,16 @@ async fn the_statement_page_in_a_browser() {
             .len(),
         11
     );
+    scroll_to(&browser, "#chart-table").await;
     browser.screenshot("statement-table-desktop").await;
+    scroll_to(&browser, "#statement").await;
+    browser.screenshot("statement-lines-desktop").await;
     // On a phone the chart fits the screen and the page does not scroll sideways.
-    eprintln!("STEP phone size");
     browser
         .client
         .set_window_size(PHONE.0, PHONE.1)
         .await
         .unwrap();
-    eprintln!("STEP found");
     let (x, _, width, _) = browser
         .find(".statement-chart svg")
         .await
@@ -837,7 +843,22 @@ async fn the_statement_page_in_a_browser() {
         "chart at {x}+{width}"
     );
     assert_no_sideways_scroll(&browser).await;
+    scroll_to(&browser, ".statement-chart").await;
+    browser.screenshot("statement-chart-phone").await;
+    scroll_to(&browser, "#statement").await;
+    browser.screenshot("statement-lines-phone").await;
     browser.close().await;
+}
+
+async fn scroll_to(browser: &crate::browser::Browser, css: &str) {
+    browser
+        .client
+        .execute(
+            "document.querySelector(arguments[0]).scrollIntoView({block: 'start'});",
+            vec![json!(css)],
+        )
+        .await
+        .unwrap();
 }
 
 /// The page is no wider than the window; otherwise names the elements that stick out.
