@@ -8,9 +8,23 @@ use plotters::prelude::*;
 
 use super::DailySeries;
 
-/// The drawing's size in SVG units; the page scales it to its width.
-pub const WIDTH: u32 = 960;
-pub const HEIGHT: u32 = 320;
+/// How wide a screen the chart is drawn for; the page scales it to its width, so a phone gets
+/// a drawing of its own in which the words stay legible.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Size {
+    Wide,
+    Narrow,
+}
+
+impl Size {
+    /// Width and height in SVG units, and how many days the axis names at most.
+    fn dimensions(self) -> (u32, u32, usize) {
+        match self {
+            Size::Wide => (960, 320, 10),
+            Size::Narrow => (480, 300, 4),
+        }
+    }
+}
 
 /// Okabe and Ito's palette, told apart by people with colour-blindness too; PSPs past the
 /// eighth reuse it.
@@ -41,7 +55,8 @@ fn fail(e: impl std::fmt::Display) -> ChartError {
 }
 
 /// The SVG document of `series` (which must have at least one day).
-pub fn svg(series: &DailySeries, text: &ChartText) -> Result<String, ChartError> {
+pub fn svg(series: &DailySeries, text: &ChartText, size: Size) -> Result<String, ChartError> {
+    let (width, height, day_labels) = size.dimensions();
     let n = series.days.len();
     if n == 0 {
         return Err(ChartError("a series without days".into()));
@@ -49,12 +64,12 @@ pub fn svg(series: &DailySeries, text: &ChartText) -> Result<String, ChartError>
     let busiest = (0..n).map(|d| series.day_amount(d)).max().unwrap_or(0);
     // Room above the tallest bar for the legend; at least R$ 1 so an empty chart has an axis.
     let top = (busiest + busiest / 4).max(100);
-    let plot_width = WIDTH as usize - 110;
+    let plot_width = width as usize - 110;
     // Bars keep a gap between them while they are wide enough to spare one.
     let gap = ((plot_width / n) / 5).min(8) as u32;
     let mut out = String::new();
     {
-        let root = SVGBackend::with_string(&mut out, (WIDTH, HEIGHT)).into_drawing_area();
+        let root = SVGBackend::with_string(&mut out, (width, height)).into_drawing_area();
         root.fill(&WHITE).map_err(fail)?;
         let mut chart = ChartBuilder::on(&root)
             .margin(12)
@@ -73,7 +88,7 @@ pub fn svg(series: &DailySeries, text: &ChartText) -> Result<String, ChartError>
         chart
             .configure_mesh()
             .disable_x_mesh()
-            .x_labels(n.min(10))
+            .x_labels(n.min(day_labels))
             .x_label_formatter(&day_label)
             .y_labels(5)
             .y_label_formatter(&money_label)
@@ -171,6 +186,7 @@ mod tests {
                 day: &day,
                 provider: &provider,
             },
+            Size::Wide,
         )
         .unwrap();
         assert!(svg.starts_with("<svg width=\"960\" height=\"320\" viewBox=\"0 0 960 320\""));
@@ -188,6 +204,18 @@ mod tests {
             assert!(svg.contains(label), "{label} in {svg}");
         }
         assert!(!svg.contains("<stripe>"));
+        let narrow = super::svg(
+            &series(),
+            &ChartText {
+                money: &money,
+                day: &day,
+                provider: &provider,
+            },
+            Size::Narrow,
+        )
+        .unwrap();
+        assert!(narrow.starts_with("<svg width=\"480\" height=\"300\""));
+        assert_eq!(narrow.matches("fill=\"#E69F00\"").count(), 3);
     }
 
     #[test]
@@ -206,6 +234,7 @@ mod tests {
                 day: &day,
                 provider: &provider,
             },
+            Size::Wide,
         )
         .unwrap();
         assert!(svg.contains("10/03"));

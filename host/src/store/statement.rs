@@ -208,6 +208,9 @@ impl Store {
             Order::OldestFirst => (">", "ASC"),
         };
         if let Some(p) = after {
+            // The first bound alone is what PostgreSQL seeks the index with; without it every
+            // page would scan past all the lines before it.
+            w.and(&format!("c.paid_at {cmp}= ?"), [Arg::Int(p.paid_at)]);
             w.and(
                 &format!("c.paid_at {cmp} ? OR (c.paid_at = ? AND c.id {cmp} ?)"),
                 [

@@ -28,7 +28,7 @@ use super::session::Viewer;
 use crate::api::statement::{csv_download, provider_names};
 use crate::app::App;
 use crate::policy::Action;
-use crate::statement::chart::{self, ChartText};
+use crate::statement::chart::{self, ChartText, Size};
 use crate::statement::{
     self, DailySeries, DaySpan, FilterError, Statement, StatementError, StatementFilter,
     StatementLine, Totals,
@@ -159,7 +159,9 @@ fn iso(day: Date) -> String {
 /// A line as the table shows it.
 struct LineView {
     charge_id: String,
-    time: String,
+    /// The payment's day and time of day, apart so that a narrow screen can break between.
+    date: String,
+    clock: String,
     amount: i64,
     psp: String,
     operator: String,
@@ -168,9 +170,10 @@ struct LineView {
     end_to_end_id: Option<String>,
 }
 
-/// The chart and its table twin.
+/// The chart (drawn for wide screens and for phones) and its table twin.
 struct ChartView {
-    svg: String,
+    wide: String,
+    narrow: String,
     caption: String,
     providers: Vec<String>,
     rows: Vec<ChartRow>,
@@ -209,14 +212,13 @@ struct StatementPage {
     newest: Option<String>,
 }
 
-/// How the page writes a payment time.
-fn time_of(lang: Lang, ms: i64) -> String {
+/// How the page writes a payment time: its day and its time of day.
+fn time_of(lang: Lang, ms: i64) -> (String, String) {
     let local = statement::local(ms, statement::time_zone());
-    match lang {
-        Lang::PtBr => local.strftime("%d/%m/%Y %H:%M:%S"),
-        Lang::En => local.strftime("%Y-%m-%d %H:%M:%S"),
-    }
-    .to_string()
+    (
+        day_of(lang, local.date()),
+        local.strftime("%H:%M:%S").to_string(),
+    )
 }
 
 fn day_of(lang: Lang, day: Date) -> String {
@@ -233,8 +235,10 @@ fn line_view(lang: Lang, names: &HashMap<String, String>, line: StatementLine) -
         (None, Some(_)) => lang.t("statement.operator.payment_link").to_owned(),
         (None, None) => lang.t("statement.operator.api").to_owned(),
     };
+    let (date, clock) = time_of(lang, line.paid_at);
     LineView {
-        time: time_of(lang, line.paid_at),
+        date,
+        clock,
         amount: line.amount,
         psp: names
             .get(&line.provider)
@@ -263,23 +267,23 @@ fn chart_view(
         }
         .to_string()
     };
-    let svg = chart::svg(
-        series,
-        &ChartText {
-            money: &money,
-            day: &day,
-            provider: &name,
-        },
-    )
-    .map_err(|e| WebError::internal(lang, e))?;
-    // The drawing is described by the caption (`aria-labelledby`); its table is beside it.
-    let svg = svg.replacen(
-        "<svg ",
-        "<svg role=\"img\" aria-labelledby=\"chart-caption\" focusable=\"false\" ",
-        1,
-    );
+    let text = ChartText {
+        money: &money,
+        day: &day,
+        provider: &name,
+    };
+    let draw = |size| {
+        let svg = chart::svg(series, &text, size).map_err(|e| WebError::internal(lang, e))?;
+        // The drawing is described by the caption (`aria-labelledby`); its table is beside it.
+        Ok::<_, WebError>(svg.replacen(
+            "<svg ",
+            "<svg role=\"img\" aria-labelledby=\"chart-caption\" focusable=\"false\" ",
+            1,
+        ))
+    };
     Ok(ChartView {
-        svg,
+        wide: draw(Size::Wide)?,
+        narrow: draw(Size::Narrow)?,
         caption: lang.tf(
             "statement.chart.caption",
             &[
@@ -477,10 +481,11 @@ mod tests {
     #[test]
     fn times_are_written_in_sao_paulo_in_each_language() {
         // 2026-03-11T03:10:05Z
-        assert_eq!(
-            time_of(Lang::PtBr, 1_773_198_605_000),
-            "11/03/2026 00:10:05"
-        );
-        assert_eq!(time_of(Lang::En, 1_773_198_605_000), "2026-03-11 00:10:05");
+        let written = |lang| {
+            let (day, clock) = time_of(lang, 1_773_198_605_000);
+            format!("{day} {clock}")
+        };
+        assert_eq!(written(Lang::PtBr), "11/03/2026 00:10:05");
+        assert_eq!(written(Lang::En), "2026-03-11 00:10:05");
     }
 }

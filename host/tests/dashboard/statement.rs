@@ -807,7 +807,7 @@ async fn the_statement_page_in_a_browser() {
     browser
         .goto("/dashboard/statement?from=2026-03-01&to=2026-03-14")
         .await;
-    browser.find(".statement-chart svg").await;
+    browser.find(".statement-chart .wide svg").await;
     assert_eq!(browser.text("#total-count").await, "16");
     assert_no_sideways_scroll(&browser).await;
     browser.screenshots("statement").await;
@@ -833,11 +833,12 @@ async fn the_statement_page_in_a_browser() {
         .await
         .unwrap();
     let (x, _, width, _) = browser
-        .find(".statement-chart svg")
+        .find(".statement-chart .narrow svg")
         .await
         .rectangle()
         .await
         .unwrap();
+    assert!(width > 300.0, "the phone's drawing shows: {width}");
     assert!(
         x >= 0.0 && x + width <= f64::from(PHONE.0),
         "chart at {x}+{width}"
@@ -905,8 +906,8 @@ async fn measure_export(backend: Backend) {
            status, amount, description, paid_at, end_to_end_id, amount_paid, created_at, \
            updated_at) \
          SELECT 'chg_bulk' || i, $1, 'test', $2, 'efi', 'refbulk' || i, 'paid', 100 + i % 50000, \
-           'Pedido ' || i, {start} + i * 315000, 'E00000000202501010000' || i, NULL, \
-           {start} + i * 315000 - 60000, 0 FROM n",
+           'Pedido ' || i, {start} + i * CAST(315000 AS BIGINT), 'E00000000202501010000' || i, NULL, \
+           {start} + i * CAST(315000 AS BIGINT) - 60000, 0 FROM n",
         start = ms("2025-01-01T03:00:00Z"),
     ))
     .bind(&shop.merchant_id)
