@@ -108,7 +108,12 @@ fn ensure_wasm_target() -> anyhow::Result<()> {
         .with_context(|| format!("cannot run {rustc} --print sysroot"))?;
     ensure!(sysroot.status.success(), "{rustc} --print sysroot failed");
     let sysroot = PathBuf::from(String::from_utf8(sysroot.stdout)?.trim());
-    if sysroot.join("lib/rustlib").join(WASM_TARGET).join("lib").is_dir() {
+    if sysroot
+        .join("lib/rustlib")
+        .join(WASM_TARGET)
+        .join("lib")
+        .is_dir()
+    {
         return Ok(());
     }
     eprintln!("xtask: the {WASM_TARGET} standard library is missing; installing it with rustup");
