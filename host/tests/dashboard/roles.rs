@@ -31,7 +31,28 @@ const ROUTES: &[(&str, &str, Option<Action>)] = &[
         "/dashboard/team/invitations/inv_unknown/revoke",
         Some(Action::ManageTeam),
     ),
+    ("GET", "/dashboard/cashier", Some(Action::UseCashier)),
+    ("POST", "/dashboard/cashier", Some(Action::UseCashier)),
     ("GET", "/dashboard/charges", Some(Action::ViewCharges)),
+    ("GET", "/dashboard/statement", Some(Action::ViewCharges)),
+    ("GET", "/dashboard/statement.csv", Some(Action::ViewCharges)),
+    ("GET", "/dashboard/links", Some(Action::ViewPaymentLinks)),
+    ("POST", "/dashboard/links", Some(Action::ManagePaymentLinks)),
+    (
+        "POST",
+        "/dashboard/links/plink_unknown",
+        Some(Action::ManagePaymentLinks),
+    ),
+    (
+        "POST",
+        "/dashboard/links/plink_unknown/deactivate",
+        Some(Action::ManagePaymentLinks),
+    ),
+    (
+        "POST",
+        "/dashboard/links/plink_unknown/activate",
+        Some(Action::ManagePaymentLinks),
+    ),
     ("GET", "/dashboard/psps", Some(Action::ViewCredentials)),
     ("GET", "/dashboard/api-keys", Some(Action::ViewApiKeys)),
     (
@@ -47,6 +68,8 @@ const ROUTES: &[(&str, &str, Option<Action>)] = &[
 const NAV: &[(&str, Action)] = &[
     ("href=\"/dashboard/cashier\"", Action::UseCashier),
     ("href=\"/dashboard/charges\"", Action::ViewCharges),
+    ("href=\"/dashboard/statement\"", Action::ViewCharges),
+    ("href=\"/dashboard/links\"", Action::ViewPaymentLinks),
     ("href=\"/dashboard/psps\"", Action::ViewCredentials),
     ("href=\"/dashboard/api-keys\"", Action::ViewApiKeys),
     ("href=\"/dashboard/webhooks\"", Action::ViewWebhookEndpoints),
