@@ -131,8 +131,55 @@ function liveCharges(root) {
   }
 }
 
+// <form data-evidence-form>: the sale's photo and place. Shows the "use my location" button,
+// which fills the hidden latitude/longitude/accuracy fields from the browser's geolocation
+// (the typed address stays the alternative), and refuses a photo over data-max-bytes before
+// sending it.
+function evidenceForms(root) {
+  for (const form of root.querySelectorAll('form[data-evidence-form]')) {
+    const locate = form.querySelector('[data-locate]');
+    const button = locate && locate.querySelector('button');
+    const status = form.querySelector('[data-location-status]');
+    const field = (name) => form.querySelector(`input[name=${name}]`);
+    if (locate && button && status && 'geolocation' in navigator) {
+      locate.hidden = false;
+      button.addEventListener('click', () => {
+        status.textContent = button.dataset.locating;
+        button.disabled = true;
+        navigator.geolocation.getCurrentPosition((position) => {
+          const { latitude, longitude, accuracy } = position.coords;
+          field('latitude').value = String(latitude);
+          field('longitude').value = String(longitude);
+          field('accuracy').value = String(accuracy);
+          status.textContent = button.dataset.located
+            .replace('{latitude}', latitude.toFixed(5))
+            .replace('{longitude}', longitude.toFixed(5))
+            .replace('{accuracy}', String(Math.round(accuracy)));
+          form.dataset.located = 'true';
+          button.disabled = false;
+        }, () => {
+          status.textContent = button.dataset.denied;
+          button.disabled = false;
+        }, { enableHighAccuracy: true, timeout: 15000, maximumAge: 60000 });
+      });
+    }
+    const photo = field('photo');
+    form.addEventListener('submit', (event) => {
+      const file = photo && photo.files && photo.files[0];
+      const max = Number(form.dataset.maxBytes);
+      if (file && max && file.size > max) {
+        event.preventDefault();
+        photo.setCustomValidity(form.dataset.tooLarge);
+        photo.reportValidity();
+      }
+    });
+    if (photo) photo.addEventListener('change', () => photo.setCustomValidity(''));
+  }
+}
+
 copyButtons(document);
 fileInputs(document);
+evidenceForms(document);
 confirmForms(document);
 autoSubmit(document);
 menus();

@@ -15,7 +15,7 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::gateway::{Backend, Gateway, GatewayOptions, TestDb, create_merchant};
+use common::gateway::{Backend, Gateway, GatewayOptions, TestDb, create_merchant_on};
 use criterion::{Criterion, criterion_group, criterion_main};
 use serde_json::{Value, json};
 
@@ -138,7 +138,8 @@ fn bench(c: &mut Criterion) {
     let (sim, db, gw, key, direct) = rt.block_on(async {
         let sim = common::start_sim().await;
         let db = TestDb::new(Backend::Sqlite).await;
-        let merchant = create_merchant(&db, "Bench");
+        // Ultra 2: thousands of charges a run stay far below its monthly count.
+        let merchant = create_merchant_on(&db, "Bench", "ultra_2");
         let options = GatewayOptions {
             env: vec![
                 ("PIXGW_ALLOW_PRIVATE_WEBHOOK_URLS".into(), "true".into()),

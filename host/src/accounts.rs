@@ -81,6 +81,9 @@ pub enum AccountError {
     InvitationExpired,
     #[error("{0} is already a member")]
     AlreadyMember(String),
+    /// The team is as large as the merchant's plan allows.
+    #[error(transparent)]
+    PlanLimit(#[from] crate::plans::LimitReached),
     #[error(transparent)]
     Store(#[from] StoreError),
 }
@@ -101,6 +104,7 @@ impl AccountError {
             AccountError::InvitationInvalid => "error.invitation_invalid",
             AccountError::InvitationExpired => "error.invitation_expired",
             AccountError::AlreadyMember(_) => "error.already_member",
+            AccountError::PlanLimit(_) => "error.plan.title",
             AccountError::Store(_) => "error.internal",
         }
     }
@@ -341,6 +345,8 @@ pub struct SignedIn {
     pub user: UserRecord,
     pub role: Role,
     pub merchant_name: String,
+    /// The merchant's plan, as of this request.
+    pub plan: crate::plans::PlanId,
 }
 
 /// The live session behind a cookie's token, if any: not expired, not idle too long, and its
@@ -376,6 +382,7 @@ pub async fn session(app: &App, token: &str) -> Result<Option<SignedIn>, StoreEr
         user,
         role,
         merchant_name: merchant.name,
+        plan: merchant.plan,
     }))
 }
 
@@ -496,7 +503,7 @@ pub async fn invite(
     };
     app.store
         .insert_invitation(&record, &token_hash(&token))
-        .await?;
+        .await??;
     audit::record(
         &app.store,
         &signed_in.caller(ip),
@@ -559,7 +566,7 @@ pub async fn accept_invitation(
     if !app
         .store
         .accept_invitation(&invitation, &user.id, new_user.then_some(&user))
-        .await?
+        .await??
     {
         return Err(AccountError::InvitationInvalid);
     }

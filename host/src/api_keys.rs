@@ -19,6 +19,9 @@ pub enum ApiKeyError {
     Label,
     #[error("there is no active API key {0:?} for this merchant and environment")]
     NotFound(String),
+    /// The merchant's plan has no room for one more key in this environment.
+    #[error(transparent)]
+    PlanLimit(#[from] crate::plans::LimitReached),
     #[error(transparent)]
     Store(#[from] StoreError),
 }
@@ -29,6 +32,7 @@ impl ApiKeyError {
         match self {
             ApiKeyError::Label => "api_keys.error.label",
             ApiKeyError::NotFound(_) => "api_keys.error.not_found",
+            ApiKeyError::PlanLimit(_) => "error.plan.title",
             ApiKeyError::Store(_) => "error.internal",
         }
     }
@@ -79,7 +83,7 @@ pub async fn issue(
             &key.hash(),
             label.as_deref(),
         )
-        .await?;
+        .await??;
     audit::record(
         store,
         caller,

@@ -22,6 +22,8 @@ pub struct AppConfig {
     pub reconciler: crate::reconciler::ReconcilerConfig,
     /// Dashboard sessions.
     pub sessions: crate::accounts::SessionConfig,
+    /// Where sale evidence photos are kept.
+    pub evidence: crate::evidence::PhotoStore,
 }
 
 pub struct App {

@@ -17,6 +17,10 @@
 //!   series and its chart, the CSV export.
 //! - [`payment_links`]: merchants' public checkout pages (`/p/<slug>`) and the charges payers
 //!   make through them.
+//! - [`plans`]: the eight plans as one table, their limits and usage; [`retention`]: logs
+//!   swept after the plan's retention days.
+//! - [`evidence`]: sale evidence, a photo and the place attached to a paid charge, kept outside
+//!   the database for 180 days.
 
 pub mod accounts;
 pub mod api;
@@ -27,12 +31,15 @@ pub mod charges;
 pub mod config;
 pub mod credentials;
 pub mod domain;
+pub mod evidence;
 pub mod live;
 pub mod metrics;
 pub mod payment_links;
+pub mod plans;
 pub mod policy;
 pub mod rate_limit;
 pub mod reconciler;
+pub mod retention;
 pub mod routing;
 pub mod runtime;
 pub mod statement;

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use clap::{Parser, Subcommand};
 use pixgw::api_keys;
 use pixgw::domain::Environment;
+use pixgw::plans::PlanId;
 use pixgw::runtime::{Runtime, RuntimeConfig};
 use pixgw::store::Store;
 use pixgw::vault::Vault;
@@ -81,9 +82,20 @@ enum MerchantCommand {
     Create {
         #[arg(long)]
         name: String,
+        /// The plan it starts on: free, basic, pro, business, scale, enterprise, ultra, ultra_2.
+        #[arg(long, default_value = "free")]
+        plan: String,
     },
-    /// List merchants.
+    /// List merchants (id, created, plan, name).
     List,
+    /// Put a merchant on a plan, any plan ("on request" ones included); recorded in the
+    /// audit log. Nothing the merchant has is removed by a smaller plan.
+    SetPlan {
+        /// `mer_…`
+        merchant: String,
+        /// free, basic, pro, business, scale, enterprise, ultra, ultra_2
+        plan: String,
+    },
 }
 
 #[derive(Subcommand)]
@@ -189,6 +201,11 @@ struct ServeArgs {
     /// A dashboard session ends this long after sign-in, however active.
     #[arg(long, env = "PIXGW_SESSION_MAX_AGE", default_value = "12h", value_parser = pixgw::config::parse_duration)]
     session_max_age: std::time::Duration,
+    /// Where sale evidence photos are kept: a directory (default `<data dir>/evidence`) or
+    /// `s3://bucket[/prefix]`, connected by the `AWS_*` variables (`AWS_ENDPOINT` for other
+    /// S3-compatible stores).
+    #[arg(long, env = "PIXGW_EVIDENCE_STORE", default_value = "")]
+    evidence_store: String,
 }
 
 #[derive(Subcommand)]
@@ -262,19 +279,36 @@ async fn main() -> anyhow::Result<()> {
         Command::Merchant { db, command } => {
             let store = open_store(&db).await?;
             match command {
-                MerchantCommand::Create { name } => {
-                    let merchant = store.create_merchant(&name).await?;
+                MerchantCommand::Create { name, plan } => {
+                    let plan: PlanId = plan.parse().map_err(anyhow::Error::msg)?;
+                    let merchant = store.create_merchant(&name, plan).await?;
                     println!("{}", merchant.id);
                 }
                 MerchantCommand::List => {
                     for m in store.merchants().await? {
                         println!(
-                            "{}  {}  {}",
+                            "{}  {}  {:<10}  {}",
                             m.id,
                             pixgw::store::rfc3339(m.created_at),
+                            m.plan.as_str(),
                             m.name
                         );
                     }
+                }
+                MerchantCommand::SetPlan { merchant, plan } => {
+                    let plan: PlanId = plan.parse().map_err(anyhow::Error::msg)?;
+                    let caller = api_keys::operator(&merchant, Environment::Live);
+                    let previous = match pixgw::plans::set(&store, &caller, plan).await {
+                        Err(pixgw::plans::PlanError::NoMerchant(_)) => anyhow::bail!(
+                            "no merchant {merchant:?}: `pixgw merchant list` shows them"
+                        ),
+                        other => other?,
+                    };
+                    println!(
+                        "{merchant}: {} → {}",
+                        previous.plan().name,
+                        plan.plan().name
+                    );
                 }
             }
         }
@@ -306,7 +340,8 @@ async fn main() -> anyhow::Result<()> {
             };
             let user = store
                 .add_member(&merchant, &email, &name, &hash, role)
-                .await?;
+                .await?
+                .map_err(|reached| plan_refusal(&merchant, &reached))?;
             eprintln!("{email} is {role} at {merchant}");
             println!("{}", user.id);
         }
@@ -328,7 +363,13 @@ async fn main() -> anyhow::Result<()> {
                         &api_keys::operator(&merchant, env),
                         label.as_deref(),
                     )
-                    .await?;
+                    .await
+                    .map_err(|e| match e {
+                        api_keys::ApiKeyError::PlanLimit(reached) => {
+                            plan_refusal(&merchant, &reached)
+                        }
+                        e => e.into(),
+                    })?;
                     eprintln!(
                         "created {} for {merchant} ({}); the key is shown only now:",
                         issued.record.id,
@@ -383,6 +424,15 @@ async fn main() -> anyhow::Result<()> {
     Ok(())
 }
 
+/// A plan's refusal for the operator: what is full, and the command that changes the plan.
+fn plan_refusal(merchant: &str, reached: &pixgw::plans::LimitReached) -> anyhow::Error {
+    let next = reached.upgrade().map_or("<plan>", |p| p.id.as_str());
+    anyhow::anyhow!(
+        "{} To allow more: pixgw merchant set-plan {merchant} {next}",
+        reached.message()
+    )
+}
+
 async fn open_store(db: &DatabaseArgs) -> anyhow::Result<Store> {
     let store = Store::connect(&db.database_url).await?;
     store.migrate().await?;
@@ -425,6 +475,10 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let _watch = runtime.watch()?;
     let store = open_store(&args.db).await?;
     let vault = open_vault(&args.db)?;
+    let evidence =
+        pixgw::evidence::storage::StorageLocation::parse(&args.evidence_store, &args.db.data_dir)
+            .map_err(anyhow::Error::msg)?;
+    let evidence = pixgw::evidence::PhotoStore::open(&evidence)?;
     let listener = tokio::net::TcpListener::bind(args.listen)
         .await
         .map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", args.listen))?;
@@ -461,6 +515,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
             absolute: args.session_max_age,
             secure_cookies: base_url.starts_with("https://"),
         },
+        evidence,
     };
     let deliverer = std::sync::Arc::new(pixgw::webhooks::outbound::Deliverer::new(
         config.delivery.clone(),
@@ -477,6 +532,8 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         tokio::spawn(sweep_idempotency_keys(app.clone())),
         tokio::spawn(deliverer.run(app.clone())),
         tokio::spawn(pixgw::reconciler::run(app.clone())),
+        tokio::spawn(pixgw::retention::run(app.clone())),
+        tokio::spawn(pixgw::evidence::run_sweeper(app.clone())),
         tokio::spawn(pixgw::webhooks::inbound::retry_unprocessed(
             app.clone(),
             args.worker_poll * 5,

@@ -62,6 +62,9 @@ pub enum LinkError {
     UnknownProvider(String),
     #[error("no payment link {0:?}")]
     NotFound(String),
+    /// The merchant's plan has no room for one more active link in this environment.
+    #[error(transparent)]
+    PlanLimit(#[from] crate::plans::LimitReached),
     #[error(transparent)]
     Store(#[from] StoreError),
 }
@@ -79,6 +82,7 @@ impl LinkError {
             LinkError::SlugTaken(_) => "links.error.slug_taken",
             LinkError::UnknownProvider(_) => "links.error.provider",
             LinkError::NotFound(_) => "error.not_found.message",
+            LinkError::PlanLimit(_) => "error.plan.title",
             LinkError::Store(_) => "error.internal",
         }
     }
@@ -93,7 +97,7 @@ impl LinkError {
             LinkError::WindowInverted => Some("valid_until"),
             LinkError::SlugInvalid | LinkError::SlugTaken(_) => Some("slug"),
             LinkError::UnknownProvider(_) => Some("provider"),
-            LinkError::NotFound(_) | LinkError::Store(_) => None,
+            LinkError::NotFound(_) | LinkError::PlanLimit(_) | LinkError::Store(_) => None,
         }
     }
 }
@@ -395,7 +399,7 @@ pub async fn create(
     };
     // A random slug that collides (about never) is drawn again; a custom one is refused.
     let mut tries = 0;
-    while !app.store.insert_payment_link(&link).await? {
+    while !app.store.insert_payment_link(&link).await?? {
         tries += 1;
         if new.slug.is_some() || tries == 3 {
             return Err(LinkError::SlugTaken(link.slug));
@@ -490,7 +494,8 @@ pub async fn update(
         return Ok(link);
     }
     link.updated_at = now_ms();
-    if !app.store.update_payment_link(&link).await? {
+    let activating = link.active && !current.active;
+    if !app.store.update_payment_link(&link, activating).await?? {
         return Err(LinkError::SlugTaken(link.slug));
     }
     let target = Some(("payment_link", link.id.as_str()));

@@ -2,9 +2,9 @@
 //! forms and the API all ask [`allows`]; nothing else decides.
 //!
 //! - **owner**: everything.
-//! - **manager**: sees everything but the adapters, runs the day (cashier, cancel a charge,
-//!   redeliver an event), changes no configuration.
-//! - **cashier**: the cashier, and only the sales they made.
+//! - **manager**: sees everything but the adapters and the plan, runs the day (cashier, cancel
+//!   a charge, redeliver an event), changes no configuration.
+//! - **cashier**: the cashier, and only the sales they made (with their evidence).
 //! - **read-only**: sees what a manager sees, changes nothing.
 //!
 //! An API key acts for its merchant as the owner's integration: it may do every API action
@@ -83,10 +83,16 @@ pub enum Action {
     ViewPaymentLinks,
     /// Create, change, deactivate payment links.
     ManagePaymentLinks,
+    /// A sale's evidence (photo, place) on the charges the viewer sees.
+    ViewEvidence,
+    /// Attach a photo and the place to a paid charge the viewer sees (a cashier: their own).
+    AttachEvidence,
+    /// The plan page: the plan, its usage, the change of plan.
+    ManagePlan,
 }
 
 impl Action {
-    pub const ALL: [Action; 19] = [
+    pub const ALL: [Action; 22] = [
         Action::ViewOverview,
         Action::ViewAllCharges,
         Action::ViewCharges,
@@ -106,6 +112,9 @@ impl Action {
         Action::ViewAdapters,
         Action::ViewPaymentLinks,
         Action::ManagePaymentLinks,
+        Action::ViewEvidence,
+        Action::AttachEvidence,
+        Action::ManagePlan,
     ];
 }
 
@@ -123,10 +132,11 @@ pub fn allows(role: Role, action: Action) -> bool {
                 | ManageTeam
                 | ViewAdapters
                 | ManagePaymentLinks
+                | ManagePlan
         ),
         Role::Cashier => matches!(
             action,
-            ViewOverview | ViewCharges | UseCashier | CancelCharge
+            ViewOverview | ViewCharges | UseCashier | CancelCharge | ViewEvidence | AttachEvidence
         ),
         Role::ReadOnly => matches!(
             action,
@@ -139,6 +149,7 @@ pub fn allows(role: Role, action: Action) -> bool {
                 | ViewTeam
                 | ViewAudit
                 | ViewPaymentLinks
+                | ViewEvidence
         ),
     }
 }
@@ -151,7 +162,7 @@ mod tests {
     /// The whole matrix, row by row: a change to the policy shows up here as a diff.
     #[test]
     fn the_matrix() {
-        let rows: [(Action, [bool; 4]); 19] = [
+        let rows: [(Action, [bool; 4]); 22] = [
             //                        owner  manager cashier read-only
             (ViewOverview, [true, true, true, true]),
             (ViewAllCharges, [true, true, false, true]),
@@ -172,6 +183,9 @@ mod tests {
             (ViewAdapters, [true, false, false, false]),
             (ViewPaymentLinks, [true, true, false, true]),
             (ManagePaymentLinks, [true, false, false, false]),
+            (ViewEvidence, [true, true, true, true]),
+            (AttachEvidence, [true, true, true, false]),
+            (ManagePlan, [true, false, false, false]),
         ];
         assert_eq!(rows.len(), Action::ALL.len(), "every action has a row");
         for (action, expected) in rows {
@@ -192,6 +206,8 @@ mod tests {
             RedeliverEvent,
             ManageTeam,
             ManagePaymentLinks,
+            AttachEvidence,
+            ManagePlan,
         ] {
             assert!(!allows(Role::ReadOnly, action), "{action:?}");
         }

@@ -66,7 +66,11 @@ async fn create_get_list_cancel(backend: Backend) {
     );
     let copy_paste = charge["pix"]["copy_paste"].as_str().unwrap();
     assert!(copy_paste.starts_with("000201"), "{copy_paste}");
-    assert!(!charge["pix"]["qr_code_base64"].as_str().unwrap().is_empty());
+    // The image is the gateway's compact drawing of the copy-and-paste code.
+    let qr = charge["pix"]["qr_code_base64"].as_str().unwrap();
+    assert!(qr.len() < 4096, "{} base64 characters", qr.len());
+    let png = base64::Engine::decode(&base64::engine::general_purpose::STANDARD, qr).unwrap();
+    assert_eq!(common::decode_qr(&png).as_deref(), Some(copy_paste));
     assert!(charge["pix"]["expires_at"].as_str().is_some());
     // The simulator holds exactly this charge, under the gateway's reference.
     let at_sim = sim_charges(&sim).await;

@@ -237,6 +237,121 @@ async fn a_wrong_key_is_bad_credentials_with_asaas_message() {
 }
 
 #[tokio::test]
+async fn an_older_key_without_a_prefix_works_and_a_production_key_is_refused_unsent() {
+    let sim = start_sim().await;
+    let rt = runtime_with(&[ID], Limits::default(), Some(&sim)).await;
+    let psp = rt.runtime.adapter(ID).unwrap();
+    // The host must not refuse the older format when the credential is saved.
+    assert!(psp.manifest().credential_fields[0].value_prefix.is_none());
+    let mut credential = sim_credential(&sim, ID, None);
+    credential.fields = sim.provider(ID).unwrap().other_credentials["legacy"].clone();
+    let cred = psp.prepare(&credential);
+    psp.check_credentials(&cred, "req-check").await.unwrap();
+    let charge = psp
+        .create_charge(&cred, "req", &request(300))
+        .await
+        .unwrap();
+    assert_eq!(charge.status, ChargeStatus::Pending);
+
+    let seen = list(&sim, "requests").await.len();
+    credential
+        .fields
+        .insert("api-key".into(), "$aact_prod_000somekey".into());
+    let cred = psp.prepare(&credential);
+    match psp.check_credentials(&cred, "req-check").await {
+        Err(CallError::Psp {
+            error: PspError::BadCredentials(d),
+            ..
+        }) => assert!(d.message.contains("$aact_prod_"), "{}", d.message),
+        other => panic!("expected bad-credentials, got {other:?}"),
+    }
+    assert_eq!(
+        list(&sim, "requests").await.len(),
+        seen,
+        "nothing reached Asaas"
+    );
+}
+
+#[tokio::test]
+async fn an_overdue_payment_stays_payable_until_the_charge_expires() {
+    let sim = start_sim().await;
+    let rt = runtime_with(&[ID], Limits::default(), Some(&sim)).await;
+    let psp = rt.runtime.adapter(ID).unwrap();
+    let cred = psp.prepare(&sim_credential(&sim, ID, None));
+    let request = request(450);
+    let charge = psp.create_charge(&cred, "req", &request).await.unwrap();
+    // Asaas marks it overdue; its Pix QR code stays payable, and the charge has an hour left.
+    sim_control(
+        &sim,
+        "/_sim/expire",
+        Some(json!({ "provider": ID, "reference": request.reference })),
+    )
+    .await;
+    let overdue = psp
+        .query_charge(&cred, "req-q", &request.reference, Some(&charge.psp_id))
+        .await
+        .unwrap();
+    assert_eq!(overdue.status, ChargeStatus::Pending);
+    assert!(overdue.copy_paste.is_some());
+    sim_control(
+        &sim,
+        "/_sim/pay",
+        Some(json!({ "provider": ID, "reference": request.reference })),
+    )
+    .await;
+    let paid = psp
+        .query_charge(&cred, "req-q", &request.reference, Some(&charge.psp_id))
+        .await
+        .unwrap();
+    assert_eq!(paid.status, ChargeStatus::Paid);
+}
+
+#[tokio::test]
+async fn past_its_expiry_a_charge_is_deleted_at_asaas_before_it_is_called_expired() {
+    let sim = start_sim().await;
+    let rt = runtime_with(&[ID], Limits::default(), Some(&sim)).await;
+    let psp = rt.runtime.adapter(ID).unwrap();
+    let cred = psp.prepare(&sim_credential(&sim, ID, None));
+    let request = ChargeRequest {
+        expires_in: 1,
+        ..request(450)
+    };
+    let charge = psp.create_charge(&cred, "req", &request).await.unwrap();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    let expired = loop {
+        let now = psp
+            .query_charge(&cred, "req-q", &request.reference, Some(&charge.psp_id))
+            .await
+            .unwrap();
+        if now.status != ChargeStatus::Pending {
+            break now;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "still pending after its expiry"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    assert_eq!(expired.status, ChargeStatus::Expired);
+    // Deleted at Asaas: nobody can pay the QR code any more.
+    assert_eq!(list(&sim, "charges").await[0]["status"], "DELETED");
+    let refused = psp_sim_pay_status(&sim, &request.reference).await;
+    assert_eq!(refused, 409);
+}
+
+/// The control API's status for paying a charge at the simulated Asaas.
+async fn psp_sim_pay_status(sim: &psp_sim::Sim, reference: &str) -> u16 {
+    reqwest::Client::new()
+        .post(format!("{}/_sim/pay", sim.control_url()))
+        .json(&json!({ "provider": ID, "reference": reference }))
+        .send()
+        .await
+        .unwrap()
+        .status()
+        .as_u16()
+}
+
+#[tokio::test]
 async fn without_a_document_nothing_reaches_asaas() {
     let sim = start_sim().await;
     let rt = runtime_with(&[ID], Limits::default(), Some(&sim)).await;

@@ -22,8 +22,12 @@ async fn held(sim: &psp_sim::Sim) -> Vec<Value> {
 async fn create_query_pay_notify_cancel() {
     let sim = start_sim().await;
     let rt = runtime_with(&[ID], Limits::default(), Some(&sim)).await;
-    let (webhook_url, mut deliveries) = webhook_receiver("/api/wh/cred-iugu").await;
-    // iugu's trigger is set in its dashboard, with pixgw's token in a custom header.
+    let (receiver_url, mut deliveries) = webhook_receiver("/api/wh/cred-iugu").await;
+    // iugu's trigger is an event and a URL (set in its dashboard): no custom header can carry
+    // a token, so the URL the merchant registers carries it, as the manifest tells the host.
+    let psp = rt.runtime.adapter(ID).unwrap();
+    assert_eq!(psp.manifest().webhook_auth, WebhookAuth::UrlToken);
+    let webhook_url = format!("{receiver_url}?token={TOKEN}");
     sim_control(
         &sim,
         "/_sim/config",
@@ -31,11 +35,6 @@ async fn create_query_pay_notify_cancel() {
                      "webhook_headers": { "x-pixgw-token": TOKEN } })),
     )
     .await;
-    let psp = rt.runtime.adapter(ID).unwrap();
-    assert_eq!(
-        psp.manifest().webhook_auth,
-        WebhookAuth::HeaderToken("x-pixgw-token".into())
-    );
     let credential = sim_credential(&sim, ID, Some(webhook_url.clone()));
     let default_email = credential.fields["default-email"].clone();
     let cred = psp.prepare(&credential);
@@ -95,7 +94,8 @@ async fn create_query_pay_notify_cancel() {
             .find(|(n, _)| n == name)
             .map(|(_, v)| v.as_str())
     };
-    assert_eq!(header("x-pixgw-token"), Some(TOKEN));
+    assert_eq!(header("x-pixgw-token"), None, "iugu sends no custom header");
+    assert_eq!(delivery.query, format!("token={TOKEN}"));
     assert_eq!(
         header("content-type"),
         Some("application/x-www-form-urlencoded")

@@ -70,7 +70,10 @@ async fn create_query_pay_notify_cancel() {
     let expires = charge.expires_at.as_deref().unwrap();
     assert!(expires.ends_with('Z'), "{expires}");
     let held = sim_control(&sim, "/_sim/charges?provider=mercadopago", None).await;
-    assert_eq!(held[0]["psp"]["notification_url"], url.as_str());
+    assert_eq!(
+        held[0]["psp"]["notification_url"],
+        format!("{url}?source_news=webhooks").as_str()
+    );
     assert_eq!(held[0]["psp"]["payer"]["identification"]["type"], "CPF");
 
     let by_reference = psp
@@ -91,8 +94,19 @@ async fn create_query_pay_notify_cancel() {
     let delivery = next(&mut deliveries).await;
     assert_eq!(
         delivery.query,
-        format!("data.id={}&type=payment", charge.psp_id)
+        format!(
+            "source_news=webhooks&data.id={}&type=payment",
+            charge.psp_id
+        )
     );
+    // A payment's own notification_url is notified unsigned; the credential has a webhook
+    // secret all the same, and the notification is confirmed by a query.
+    assert!(
+        !delivery.headers.iter().any(|(n, _)| n == "x-signature"),
+        "{:?}",
+        delivery.headers
+    );
+    assert!(cred_has_secret(&sim));
     let events = psp.parse_webhook(&cred, "req-wh", &delivery).await.unwrap();
     assert_eq!(events.len(), 1);
     assert_eq!(
@@ -173,13 +187,28 @@ async fn a_wrong_token_is_bad_credentials_with_the_psps_message() {
     }
 }
 
+fn cred_has_secret(sim: &psp_sim::Sim) -> bool {
+    sim_credential(sim, ID, None)
+        .fields
+        .get("webhook-secret")
+        .is_some_and(|s| !s.is_empty())
+}
+
 #[tokio::test]
-async fn a_forged_notification_is_refused() {
+async fn a_forged_signature_is_refused_and_an_unsigned_notification_is_only_a_hint() {
     let sim = start_sim().await;
     let rt = runtime_with(&[ID], Limits::default(), Some(&sim)).await;
     let (url, mut deliveries) = webhook_receiver("/api/wh/cred-mercadopago").await;
+    // The webhook of "Your integrations", which Mercado Pago signs; payments without a
+    // notification_url are notified there.
+    sim_control(
+        &sim,
+        "/_sim/config",
+        Some(json!({ "provider": ID, "webhook_url": url })),
+    )
+    .await;
     let psp = rt.runtime.adapter(ID).unwrap();
-    let cred = psp.prepare(&sim_credential(&sim, ID, Some(url)));
+    let cred = psp.prepare(&sim_credential(&sim, ID, None));
     let first = pix_request(1000);
     let second = pix_request(2000);
     psp.create_charge(&cred, "req", &first).await.unwrap();
@@ -191,24 +220,33 @@ async fn a_forged_notification_is_refused() {
     )
     .await;
     let delivery = next(&mut deliveries).await;
+    assert!(delivery.headers.iter().any(|(n, _)| n == "x-signature"));
     psp.parse_webhook(&cred, "req-ok", &delivery).await.unwrap();
+
+    // Unsigned, pointed at another payment: no signature to check, so it is a hint, and the
+    // query says what that payment really is (still pending), never what was claimed.
+    let mut unsigned = delivery.clone();
+    unsigned.headers.retain(|(k, _)| k != "x-signature");
+    unsigned.query = format!("data.id={}&type=payment", other.psp_id);
+    let events = psp
+        .parse_webhook(&cred, "req-hint", &unsigned)
+        .await
+        .unwrap();
+    assert_eq!(
+        (events[0].psp_id.as_deref(), events[0].status),
+        (Some(other.psp_id.as_str()), ChargeStatus::Pending)
+    );
 
     // The signature covers data.id: pointing it at another payment breaks it.
     let mut redirected = delivery.clone();
     redirected.query = format!("data.id={}&type=payment", other.psp_id);
-    let mut unsigned = delivery.clone();
-    unsigned.headers.retain(|(k, _)| k != "x-signature");
     let mut other_request = delivery.clone();
     for (k, v) in &mut other_request.headers {
         if k == "x-request-id" {
             *v = "another-request".into();
         }
     }
-    for (what, forged) in [
-        ("redirected", redirected),
-        ("unsigned", unsigned),
-        ("request id", other_request),
-    ] {
+    for (what, forged) in [("redirected", redirected), ("request id", other_request)] {
         match psp.parse_webhook(&cred, "req-bad", &forged).await {
             Err(CallError::Psp {
                 error: PspError::InvalidWebhook(reason),

@@ -198,3 +198,58 @@ async fn a_missing_cpf_is_refused_before_calling_pagbank() {
     let requests = sim_control(&sim, "/_sim/requests?provider=pagbank", None).await;
     assert_eq!(requests, json!([]));
 }
+
+/// PagBank's public API has no lookup by reference_id and no idempotency key: an order whose
+/// create answer was lost cannot be found, and the retry makes another (the first one's code
+/// was never shown to anyone; it lapses unpaid). An order the adapter did see is found by
+/// reference alone, and a retried create carries on with it.
+#[tokio::test]
+async fn a_lost_create_answer_is_not_found_and_the_retry_makes_a_second_order() {
+    let sim = start_sim().await;
+    let rt = runtime_with(&[ID], Limits::default(), Some(&sim)).await;
+    let psp = rt.runtime.adapter(ID).unwrap();
+    let cred = psp.prepare(&sim_credential(&sim, ID, None));
+    sim_control(
+        &sim,
+        "/_sim/faults",
+        Some(json!({ "provider": ID, "drop_reply_after_create": 1 })),
+    )
+    .await;
+    let request = with_cpf(charge_request(990));
+    match psp.create_charge(&cred, "req-1", &request).await {
+        Err(CallError::Psp {
+            error: PspError::Ambiguous(_),
+            ..
+        }) => {}
+        other => panic!("expected ambiguous, got {other:?}"),
+    }
+    match psp
+        .query_charge(&cred, "req-q", &request.reference, None)
+        .await
+    {
+        Err(CallError::Psp {
+            error: PspError::NotFound(detail),
+            ..
+        }) => assert!(detail.message.contains("by id only"), "{detail:?}"),
+        other => panic!("expected not-found, got {other:?}"),
+    }
+    let second = psp.create_charge(&cred, "req-2", &request).await.unwrap();
+    let again = psp.create_charge(&cred, "req-3", &request).await.unwrap();
+    assert_eq!(again.psp_id, second.psp_id, "the order it saw, not a third");
+    let found = psp
+        .query_charge(&cred, "req-q2", &request.reference, None)
+        .await
+        .unwrap();
+    assert_eq!(found.psp_id, second.psp_id);
+    let held = sim_control(&sim, "/_sim/charges?provider=pagbank", None).await;
+    assert_eq!(held.as_array().map(Vec::len), Some(2), "{held}");
+    let requests = sim_control(&sim, "/_sim/requests?provider=pagbank", None).await;
+    assert!(
+        requests
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|r| !r["path"].as_str().unwrap().contains("reference_id")),
+        "{requests}"
+    );
+}

@@ -192,6 +192,46 @@ async fn a_wrong_key_is_bad_credentials_with_stripes_message() {
 }
 
 #[tokio::test]
+async fn a_restricted_key_works_and_a_live_key_is_refused_before_stripe_sees_it() {
+    let sim = start_sim().await;
+    let rt = runtime_with(&[ID], Limits::default(), Some(&sim)).await;
+    let psp = rt.runtime.adapter(ID).unwrap();
+    let restricted = sim.provider(ID).unwrap().other_credentials["restricted"].clone();
+    assert!(restricted["secret-key"].starts_with("rk_test_"));
+    let mut credential = sim_credential(&sim, ID, None);
+    credential.fields = restricted;
+    let cred = psp.prepare(&credential);
+    psp.check_credentials(&cred, "req-check").await.unwrap();
+    let charge = psp
+        .create_charge(&cred, "req", &pix_request(1000, "ana@example.com"))
+        .await
+        .unwrap();
+    assert_eq!(charge.status, ChargeStatus::Pending);
+
+    let seen = sim_control(&sim, "/_sim/requests?provider=stripe", None)
+        .await
+        .as_array()
+        .unwrap()
+        .len();
+    credential
+        .fields
+        .insert("secret-key".into(), "rk_live_51somethingLIVE".into());
+    let cred = psp.prepare(&credential);
+    let (kind, detail) = rejected(
+        psp.create_charge(&cred, "req", &pix_request(1000, "ana@example.com"))
+            .await,
+    );
+    assert_eq!(kind, "bad-credentials");
+    assert!(detail.message.contains("live key"), "{}", detail.message);
+    let after = sim_control(&sim, "/_sim/requests?provider=stripe", None).await;
+    assert_eq!(
+        after.as_array().unwrap().len(),
+        seen,
+        "nothing reached Stripe"
+    );
+}
+
+#[tokio::test]
 async fn pix_not_enabled_is_rejected_with_stripes_message() {
     let sim = start_sim().await;
     let rt = runtime_with(&[ID], Limits::default(), Some(&sim)).await;

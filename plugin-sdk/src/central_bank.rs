@@ -12,10 +12,15 @@
 //!
 //! Every call uses an OAuth token ([`crate::oauth`]); error answers are read with
 //! [`error::describe_body`] and classified with [`error::from_status`].
+//!
+//! `pixCopiaECola` is optional in the standard: a charge whose answer lacks it is read back
+//! (`GET`), and failing that its code is built from its `location` ([`crate::brcode`]). BB's
+//! homologation names it `textoImagemQRcode`, which is read as the same thing.
 
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+use crate::brcode;
 use crate::context::Context;
 use crate::error::{self, Error, Op};
 use crate::host::Host;
@@ -57,6 +62,9 @@ pub struct CentralBankPsp {
     pub scopes: Option<&'static str>,
     /// Prefix of every API path, e.g. `/v2` or `/pix/v2` (no trailing slash).
     pub path_prefix: &'static str,
+    /// Prefix of `PATCH /cob/{txid}` when it differs from `path_prefix` (Santander revises a
+    /// charge under `/api/v2` while everything else is under `/api/v1`).
+    pub revise_path_prefix: Option<&'static str>,
     /// Query parameters on every API call (not the token call).
     pub query: &'static [(&'static str, Source)],
     /// Headers on every API call.
@@ -92,6 +100,7 @@ impl CentralBankPsp {
         grant_type_in_body: true,
         scopes: None,
         path_prefix: "/v2",
+        revise_path_prefix: None,
         query: &[],
         headers: &[],
         create_statuses: &[200, 201],
@@ -128,12 +137,18 @@ impl CentralBankPsp {
     /// An API request to `{api}{prefix}{path}` with the PSP's query parameters and headers
     /// (no token yet).
     pub fn request(&self, ctx: &Context, method: Method, path: &str) -> Result<Request, Error> {
-        let url = format!(
-            "{}{}{}",
-            ctx.endpoint(self.api_endpoint)?,
-            self.path_prefix,
-            path
-        );
+        self.request_under(ctx, method, self.path_prefix, path)
+    }
+
+    /// [`request`](Self::request) under another path prefix.
+    fn request_under(
+        &self,
+        ctx: &Context,
+        method: Method,
+        prefix: &str,
+        path: &str,
+    ) -> Result<Request, Error> {
+        let url = format!("{}{}{}", ctx.endpoint(self.api_endpoint)?, prefix, path);
         let mut request = Request::new(method, url)
             .mtls(self.mtls)
             .timeout_ms(self.timeout_ms);
@@ -253,23 +268,22 @@ impl CentralBankPsp {
         ctx: &Context,
         charge: &ChargeRequest,
     ) -> Result<Charge, Error> {
-        self.create_detailed(host, ctx, charge)
-            .map(|(charge, _)| charge)
-    }
-
-    /// [`create`](Self::create), also returning the PSP's `CobGerada` for adapters that read
-    /// more of it (Efí fetches the QR image of `loc.id`).
-    pub fn create_detailed(
-        &self,
-        host: &dyn Host,
-        ctx: &Context,
-        charge: &ChargeRequest,
-    ) -> Result<(Charge, Cob), Error> {
-        let cob = self.create_cob(host, ctx, charge)?;
-        let mapped = self
-            .charge(&cob, &charge.reference)
-            .map_err(|e| error::undecodable(Op::Create, 201, e))?;
-        Ok((mapped, cob))
+        let mut cob = self.create_cob(host, ctx, charge)?;
+        if cob.copy_paste().is_none() {
+            // The charge exists; only its code is missing from the answer. Read it back (a
+            // failure here is no reason to fail the charge: `charge` builds the code from the
+            // location then).
+            match self.query_cob(host, ctx, &charge.reference) {
+                Ok(read) => cob.fill_from(read),
+                Err(e) => host.log(
+                    crate::host::Level::Warn,
+                    "reading back a charge created without pixCopiaECola failed",
+                    &[("error", e.kind())],
+                ),
+            }
+        }
+        self.charge(&cob, &charge.reference)
+            .map_err(|e| error::undecodable(Op::Create, 201, e))
     }
 
     /// By txid: the PSP's id when known, else the reference (they are the same here).
@@ -295,7 +309,11 @@ impl CentralBankPsp {
     ) -> Result<Charge, Error> {
         let body = json!({"status": "REMOVIDA_PELO_USUARIO_RECEBEDOR"});
         let path = cob_path(psp_id.unwrap_or(reference));
-        let response = self.call(host, ctx, Op::Change, Method::Patch, &path, Some(&body))?;
+        let prefix = self.revise_path_prefix.unwrap_or(self.path_prefix);
+        let request = self
+            .request_under(ctx, Method::Patch, prefix, &path)?
+            .json(&body);
+        let response = self.send(host, ctx, Op::Change, request)?;
         let cob: Cob = response.decode(Op::Change)?;
         self.charge(&cob, reference)
             .map_err(|e| error::undecodable(Op::Change, response.status, e))
@@ -346,7 +364,10 @@ impl CentralBankPsp {
             psp_id: cob.txid.clone(),
             status,
             amount,
-            copy_paste: cob.pix_copia_e_cola.clone().filter(|c| !c.is_empty()),
+            copy_paste: cob
+                .copy_paste()
+                .map(str::to_owned)
+                .or_else(|| cob.built_copy_paste(amount)),
             qr_png_base64: None,
             expires_at,
             payment,
@@ -369,9 +390,9 @@ impl CentralBankPsp {
     }
 }
 
-/// A notification body: `{"pix":[…]}` or a bare array (Inter) → one `paid` event per Pix that
-/// carries a txid (Pix without one did not pay a charge of ours). An empty body or an object
-/// without `pix` (a PSP's test ping) gives no events.
+/// A notification body: `{"pix":[…]}`, a bare array (Inter) or a single Pix object (Inter as
+/// well) → one `paid` event per Pix that carries a txid (Pix without one did not pay a charge
+/// of ours). An empty body or an object that is neither (a PSP's test ping) gives no events.
 pub fn parse_webhook(request: &WebhookRequest) -> Result<Vec<PaymentEvent>, Error> {
     if request.body.iter().all(u8::is_ascii_whitespace) {
         return Ok(Vec::new());
@@ -383,6 +404,8 @@ pub fn parse_webhook(request: &WebhookRequest) -> Result<Vec<PaymentEvent>, Erro
         Value::Object(mut object) => match object.remove("pix") {
             Some(Value::Array(list)) => list,
             Some(_) => return Err(Error::invalid_webhook("`pix` is not a list")),
+            // One Pix on its own: it names its end-to-end id.
+            None if object.contains_key("endToEndId") => vec![Value::Object(object)],
             None => Vec::new(),
         },
         _ => {
@@ -419,6 +442,9 @@ pub struct Cob {
     pub valor: Valor,
     #[serde(default, rename = "pixCopiaECola")]
     pub pix_copia_e_cola: Option<String>,
+    /// BB homologation's name for `pixCopiaECola`.
+    #[serde(default, rename = "textoImagemQRcode")]
+    pub texto_imagem_qrcode: Option<String>,
     #[serde(default)]
     pub loc: Option<Loc>,
     #[serde(default)]
@@ -427,13 +453,49 @@ pub struct Cob {
     pub pix: Vec<Pix>,
 }
 
+/// Fields 59 and 60 of a code built from a location: the adapter does not know the receiver's
+/// name and city, and a payer's bank shows those of the location's payload.
+const BUILT_CODE_NAME: &str = "RECEBEDOR PIX";
+const BUILT_CODE_CITY: &str = "BRASIL";
+
 impl Cob {
-    /// `loc.id` as text (it is a number at most PSPs).
-    pub fn loc_id(&self) -> Option<String> {
-        match self.loc.as_ref()?.id.as_ref()? {
-            Value::Number(n) => Some(n.to_string()),
-            Value::String(s) if !s.is_empty() => Some(s.clone()),
-            _ => None,
+    /// The copy-and-paste code as the PSP gave it: `pixCopiaECola`, or `textoImagemQRcode`.
+    pub fn copy_paste(&self) -> Option<&str> {
+        [&self.pix_copia_e_cola, &self.texto_imagem_qrcode]
+            .into_iter()
+            .flatten()
+            .map(|c| c.trim())
+            .find(|c| !c.is_empty())
+    }
+
+    /// The payload location: `location`, or `loc.location`.
+    pub fn location_url(&self) -> Option<&str> {
+        let loc = self.loc.as_ref().and_then(|l| l.location.as_ref());
+        [self.location.as_ref(), loc]
+            .into_iter()
+            .flatten()
+            .map(|l| l.trim())
+            .find(|l| !l.is_empty())
+    }
+
+    /// A dynamic BR Code for the location, when the PSP gave a location but no code.
+    pub fn built_copy_paste(&self, centavos: u64) -> Option<String> {
+        let location = self.location_url()?;
+        Some(brcode::dynamic(
+            location,
+            &money::decimal_string(centavos),
+            BUILT_CODE_NAME,
+            BUILT_CODE_CITY,
+        ))
+    }
+
+    /// Takes the code (and location) from the same charge read again, where this one lacks them.
+    fn fill_from(&mut self, read: Cob) {
+        if self.copy_paste().is_none() {
+            self.pix_copia_e_cola = read.copy_paste().map(str::to_owned);
+        }
+        if self.location_url().is_none() {
+            self.location = read.location_url().map(str::to_owned);
         }
     }
 }

@@ -67,6 +67,27 @@ impl Context {
         })
     }
 
+    /// A key whose prefix tells its environment (Stripe's `sk_test_`/`rk_test_` against
+    /// `sk_live_`/`rk_live_`): a value carrying one of the *other* environment's prefixes is
+    /// refused as `bad-credentials` before anything is sent. A value with none of the prefixes
+    /// passes (an older key format, a key kind the list does not name): only the PSP can tell.
+    ///
+    /// Used instead of the manifest's `value-prefix` where a PSP has more than one prefix per
+    /// environment, or keys without one, which the host's single prefix would refuse.
+    pub fn environment_key(&self, name: &str, test: &[&str], live: &[&str]) -> Result<&str, Error> {
+        let value = self.field(name)?;
+        let (other, other_name, this_name) = match self.environment {
+            Environment::Test => (live, "live", "test"),
+            Environment::Live => (test, "test", "live"),
+        };
+        match other.iter().find(|prefix| value.starts_with(*prefix)) {
+            Some(prefix) => Err(Error::BadCredentials(crate::error::PspError::new(format!(
+                "the credential's `{name}` is a {other_name} key (it starts with {prefix}) but                  the credential is for the {this_name} environment: paste the {this_name} key"
+            )))),
+            None => Ok(value),
+        }
+    }
+
     /// A credential field that may be absent (empty counts as absent).
     pub fn optional_field(&self, name: &str) -> Option<&str> {
         self.fields
@@ -119,5 +140,41 @@ mod tests {
                 .contains("`oauth`")
         );
         assert_eq!(ctx.webhook_url().unwrap_err().kind(), "rejected");
+    }
+
+    #[test]
+    fn a_key_of_the_other_environment_is_refused_and_an_unknown_prefix_passes() {
+        const TEST: &[&str] = &["sk_test_", "rk_test_"];
+        const LIVE: &[&str] = &["sk_live_", "rk_live_"];
+        let test = |key: &str| Context::new(Environment::Test).with_field("secret-key", key);
+        for key in ["sk_test_1", "rk_test_1", "legacy_key"] {
+            assert_eq!(
+                test(key).environment_key("secret-key", TEST, LIVE).unwrap(),
+                key
+            );
+        }
+        let e = test("rk_live_1")
+            .environment_key("secret-key", TEST, LIVE)
+            .unwrap_err();
+        assert_eq!(e.kind(), "bad-credentials");
+        let message = &e.psp_error().unwrap().message;
+        assert!(
+            message.contains("live key") && message.contains("rk_live_"),
+            "{message}"
+        );
+        let live = Context::new(Environment::Live).with_field("secret-key", "sk_test_1");
+        assert_eq!(
+            live.environment_key("secret-key", TEST, LIVE)
+                .unwrap_err()
+                .kind(),
+            "bad-credentials"
+        );
+        assert_eq!(
+            test("")
+                .environment_key("secret-key", TEST, LIVE)
+                .unwrap_err()
+                .kind(),
+            "rejected"
+        );
     }
 }

@@ -13,6 +13,7 @@
 //!   sends and classifies failures, [`Response::decode`](http::Response::decode) reads the answer;
 //! - [`oauth`] — client-credentials tokens, cached, with one retry on 401;
 //! - [`central_bank`] — the central bank's Pix API, parameterised by per-PSP facts;
+//! - [`brcode`] — Pix BR Codes built from a charge's location;
 //! - [`error`] — classification into the WIT error variant;
 //! - [`idempotency`] — creating at most once at a PSP without idempotency keys;
 //! - [`money`] — centavos ⇄ wire amounts;
@@ -32,6 +33,7 @@ pub mod bindings {
     });
 }
 
+pub mod brcode;
 pub mod central_bank;
 pub mod context;
 pub mod error;

@@ -245,7 +245,16 @@ fn demo() -> anyhow::Result<()> {
         Ok(String::from_utf8(output.stdout)?.trim().to_owned())
     };
     pixgw(&["migrate"])?;
-    let merchant = pixgw(&["merchant", "create", "--name", "Demo Store"])?;
+    // Enterprise: the demo connects every adapter and shows the cashier on a phone, which
+    // smaller plans do not allow.
+    let merchant = pixgw(&[
+        "merchant",
+        "create",
+        "--name",
+        "Demo Store",
+        "--plan",
+        "enterprise",
+    ])?;
     pixgw(&[
         "member",
         "add",

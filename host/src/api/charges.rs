@@ -202,6 +202,7 @@ fn json_response(status: StatusCode, body: String, replayed: bool) -> Response {
         (status = 201, description = "Created", body = ChargeObject),
         (status = 400, description = "A parameter is invalid; `param` names it", body = ErrorResponse),
         (status = 401, description = "No valid API key", body = ErrorResponse),
+        (status = 403, description = "The plan's charges for this month are used up: `plan_limit_reached`", body = ErrorResponse),
         (status = 409, description = "A request with this Idempotency-Key is still running", body = ErrorResponse),
         (status = 413, description = "Body over 64 KiB", body = ErrorResponse),
         (status = 422, description = "Idempotency-Key reused with another request", body = ErrorResponse),
@@ -319,6 +320,8 @@ fn is_final(error: &charges::ChargeError) -> bool {
             } | CallError::Fault { .. }
         ) | charges::ChargeError::Store(_)
             | charges::ChargeError::Vault(_)
+            // Not final either: after a plan change, a retry with the key creates the charge.
+            | charges::ChargeError::PlanLimit(_)
     )
 }
 
@@ -460,9 +463,6 @@ pub async fn cancel(
     Ok(Json(ChargeObject::from(&canceled)))
 }
 
-/// How often a stream re-reads the charge, for changes made by another gateway.
-const STREAM_POLL: std::time::Duration = std::time::Duration::from_secs(2);
-
 /// Follow a charge's status live (server-sent events): an `status` event with the current
 /// status at once, then one at every change; the stream ends after a final status.
 #[utoipa::path(get, path = "/v1/charges/{id}/stream", tag = "charges",
@@ -482,58 +482,13 @@ pub async fn stream(
     ApiError,
 > {
     use axum::response::sse::{Event, KeepAlive, Sse};
-    // Subscribe before reading, so a change between the two is not missed.
-    let updates = app.live.subscribe();
-    let charge = app
-        .store
-        .charge(&caller.merchant_id, caller.environment, &id)
+    use futures::StreamExt;
+    let updates = crate::live::follow(app, caller.merchant_id, caller.environment, id.clone())
         .await?
         .ok_or_else(|| ApiError::not_found("charge", &id))?;
-    struct Follow {
-        app: Arc<App>,
-        caller: Caller,
-        id: String,
-        updates: tokio::sync::broadcast::Receiver<crate::live::StatusChange>,
-        last: Option<ChargeState>,
-        current: ChargeState,
-    }
-    let start = Follow {
-        app,
-        caller,
-        id,
-        updates,
-        last: None,
-        current: charge.status,
-    };
-    let events = futures::stream::unfold(start, |mut f| async move {
-        loop {
-            if f.last != Some(f.current) {
-                f.last = Some(f.current);
-                let data =
-                    serde_json::json!({"id": f.id, "status": f.current.as_str()}).to_string();
-                return Some((Ok(Event::default().event("status").data(data)), f));
-            }
-            if f.current.is_final() {
-                return None;
-            }
-            let changed = tokio::select! {
-                update = f.updates.recv() => match update {
-                    Ok(change) => change.charge_id == f.id,
-                    // Lagged or closed: read the charge again.
-                    Err(_) => true,
-                },
-                _ = tokio::time::sleep(STREAM_POLL) => true,
-            };
-            if changed
-                && let Ok(Some(charge)) = f
-                    .app
-                    .store
-                    .charge(&f.caller.merchant_id, f.caller.environment, &f.id)
-                    .await
-            {
-                f.current = charge.status;
-            }
-        }
+    let events = updates.map(|charge| {
+        let data = serde_json::json!({"id": charge.id, "status": charge.status.as_str()});
+        Ok(Event::default().event("status").data(data.to_string()))
     });
     Ok(Sse::new(events).keep_alive(KeepAlive::default()))
 }

@@ -165,6 +165,7 @@ fn api_error(error: CredentialError, caller: &Caller, id: &str) -> ApiError {
             e
         }
         CredentialError::NotFound => ApiError::not_found("credential", id),
+        CredentialError::PlanLimit(reached) => reached.into(),
         CredentialError::Store(e) => ApiError::internal(e),
         CredentialError::Vault(e) => ApiError::internal(format!("vault: {e}")),
     }
@@ -214,6 +215,7 @@ fn position_param(body: &mut JsonObject) -> Result<Option<i64>, ApiError> {
         (status = 201, body = CredentialObject),
         (status = 400, description = "A field is missing or invalid (a PEM that does not parse, a certificate that does not match its key or has expired, a key for the other environment); `param` names it", body = ErrorResponse),
         (status = 401, body = ErrorResponse),
+        (status = 403, description = "The plan's connected PSPs are used up in this environment: `plan_limit_reached`", body = ErrorResponse),
         (status = 422, description = "The PSP refused the credential; `psp_message` and `hint`", body = ErrorResponse)),
     security(("api_key" = [])))]
 pub async fn create(

@@ -1,9 +1,10 @@
 //! The API's one error type, mapped to HTTP once.
 //!
 //! Every error answers `{"error": {type, code, message, param?, provider?, psp_message?, hint?,
-//! request_id}}`. Messages say what to fix; a PSP's own words travel verbatim in
-//! `psp_message`; internal failures are logged with the request id and answered with a generic
-//! message, never their details.
+//! request_id}}`; a plan's limit adds `plan`, `resource`, `limit`, `usage` and `upgrade_to`.
+//! Messages say what to fix; a PSP's own words travel verbatim in `psp_message`; internal
+//! failures are logged with the request id and answered with a generic message, never their
+//! details.
 
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
@@ -19,7 +20,7 @@ pub enum ErrorType {
     InvalidRequestError,
     /// No valid API key (401).
     AuthenticationError,
-    /// The key is valid but may not do this (403).
+    /// The key is valid but may not do this, or the merchant's plan does not allow it (403).
     PermissionError,
     /// An `Idempotency-Key` conflict (409, 422).
     IdempotencyError,
@@ -58,6 +59,22 @@ pub struct ErrorBody {
     /// For `provider: "random"`: every PSP tried, in order.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub attempted_providers: Option<Vec<String>>,
+    /// For `plan_limit_reached`: the merchant's plan (`free`, `basic`, …).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub plan: Option<String>,
+    /// For `plan_limit_reached`: what is limited (`live_charges`, `payment_links`, …; see
+    /// `GET /v1/usage`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub resource: Option<String>,
+    /// For `plan_limit_reached`: the plan's limit (`0` for a feature it lacks).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub limit: Option<u64>,
+    /// For `plan_limit_reached`: how many the merchant has (this month, for charges).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub usage: Option<u64>,
+    /// For `plan_limit_reached`: the smallest plan that allows one more; absent when none does.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub upgrade_to: Option<String>,
     /// The id of this request (also in the `x-request-id` header): quote it to support.
     pub request_id: String,
 }
@@ -96,6 +113,11 @@ impl ApiError {
                 psp_code: None,
                 hint: None,
                 attempted_providers: None,
+                plan: None,
+                resource: None,
+                limit: None,
+                usage: None,
+                upgrade_to: None,
                 request_id: request_id::current(),
             }),
             retry_after: None,
@@ -167,6 +189,28 @@ impl ApiError {
     pub fn with_provider(mut self, provider: impl Into<String>) -> Self {
         self.body.provider = Some(provider.into());
         self
+    }
+}
+
+/// A plan's limit: 403 `permission_error` with code `plan_limit_reached` (the key is valid,
+/// the plan does not allow this), the plan, the limit, the usage, and a hint naming the
+/// smallest plan that allows it. 403 rather than 429: waiting does not help (except for a new
+/// month of charges), a plan change does.
+impl From<crate::plans::LimitReached> for ApiError {
+    fn from(reached: crate::plans::LimitReached) -> Self {
+        let mut e = ApiError::new(
+            StatusCode::FORBIDDEN,
+            ErrorType::PermissionError,
+            "plan_limit_reached",
+            reached.message(),
+        )
+        .with_hint(reached.hint());
+        e.body.plan = Some(reached.plan.as_str().to_owned());
+        e.body.resource = Some(reached.resource.as_str().to_owned());
+        e.body.limit = Some(reached.limit);
+        e.body.usage = Some(reached.usage);
+        e.body.upgrade_to = reached.upgrade().map(|p| p.id.as_str().to_owned());
+        e
     }
 }
 

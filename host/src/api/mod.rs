@@ -7,6 +7,8 @@
 //!   `/v1/adapters`; [`payment_links`]: `/v1/payment_links`; [`health`]: `/healthz`,
 //!   `/readyz`, `/metrics`; [`openapi`]: `/v1/openapi.json`.
 //! - [`statement`]: `/v1/statement` and `/v1/statement.csv`, paid charges by payment day.
+//! - [`usage`]: `/v1/usage`, the merchant's plan, its limits and this month's usage.
+//! - [`evidence`]: `/v1/charges/{id}/evidence`, a sale's photo and place.
 //! - The dashboard's routes ([`crate::web`]) join here, under the same layers.
 //! - [`auth`] turns an API key into a [`crate::charges::Caller`]; [`body`] reads JSON bodies
 //!   field by field; [`error`] is the one error type; [`psp_failure`] maps PSP failures to it.
@@ -18,6 +20,7 @@ pub mod charges;
 pub mod credentials;
 pub mod error;
 pub mod events;
+pub mod evidence;
 pub mod health;
 pub mod notifications;
 pub mod openapi;
@@ -25,6 +28,7 @@ pub mod payment_links;
 pub mod psp_failure;
 pub mod request_id;
 pub mod statement;
+pub mod usage;
 pub mod webhook_endpoints;
 
 use std::sync::Arc;
@@ -44,6 +48,8 @@ pub fn router(app: Arc<App>) -> Router {
         .merge(adapters::router())
         .merge(payment_links::router())
         .merge(statement::router())
+        .merge(usage::router())
+        .merge(evidence::router())
         .merge(health::router())
         .merge(openapi::router())
         .merge(crate::web::router())

@@ -166,6 +166,7 @@ impl From<LinkError> for ApiError {
         match e {
             LinkError::NotFound(id) => ApiError::not_found("payment link", &id),
             LinkError::Store(e) => ApiError::internal(e),
+            LinkError::PlanLimit(reached) => reached.into(),
             LinkError::SlugTaken(_) => ApiError::new(
                 StatusCode::CONFLICT,
                 ErrorType::InvalidRequestError,
@@ -257,6 +258,7 @@ fn provider_param(
         (status = 201, body = PaymentLinkObject),
         (status = 400, description = "A parameter is invalid; `param` names it", body = ErrorResponse),
         (status = 401, body = ErrorResponse),
+        (status = 403, description = "The plan's active payment links are used up in this environment: `plan_limit_reached`", body = ErrorResponse),
         (status = 409, description = "The slug is taken", body = ErrorResponse)),
     security(("api_key" = [])))]
 pub async fn create(
@@ -357,6 +359,7 @@ pub async fn read(
         (status = 200, body = PaymentLinkObject),
         (status = 400, description = "A parameter is invalid; `param` names it", body = ErrorResponse),
         (status = 401, body = ErrorResponse),
+        (status = 403, description = "Activating it goes beyond the plan's active payment links: `plan_limit_reached`", body = ErrorResponse),
         (status = 404, body = ErrorResponse),
         (status = 409, description = "The slug is taken", body = ErrorResponse)),
     security(("api_key" = [])))]

@@ -214,6 +214,7 @@ pub fn from_charge_error(error: ChargeError, environment: Environment) -> ApiErr
                 "The payment link {link} takes no more charges: it is inactive, outside its validity window, or used up."
             ),
         ),
+        ChargeError::PlanLimit(reached) => reached.into(),
         ChargeError::Psp(call) => from_call(&call, environment),
         ChargeError::NoRoute { reason } => ApiError::invalid_param(
             "provider",

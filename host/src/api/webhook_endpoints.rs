@@ -94,6 +94,7 @@ impl From<EndpointError> for ApiError {
             EndpointError::UnknownEvent(kind) => bad_event(&serde_json::Value::String(kind)),
             EndpointError::NotFound(id) => ApiError::not_found("webhook endpoint", &id),
             EndpointError::EventNotFound(id) => ApiError::not_found("event", &id),
+            EndpointError::PlanLimit(reached) => reached.into(),
             EndpointError::Store(e) => ApiError::internal(e),
         }
     }
@@ -143,7 +144,8 @@ fn description_param(body: &mut JsonObject) -> Result<Option<String>, ApiError> 
 /// Create a webhook endpoint; the answer shows its signing secret once.
 #[utoipa::path(post, path = "/v1/webhook_endpoints", tag = "webhooks",
     request_body(content = serde_json::Value, description = "`{url, events?: [\"charge.paid\", …] (default: all but charge.created), description?}`. Live endpoints need https; loopback and private addresses are refused unless the operator allows them."),
-    responses((status = 201, body = EndpointObject), (status = 400, body = ErrorResponse), (status = 401, body = ErrorResponse)),
+    responses((status = 201, body = EndpointObject), (status = 400, body = ErrorResponse), (status = 401, body = ErrorResponse),
+        (status = 403, description = "The plan's webhook endpoints are used up in this environment: `plan_limit_reached`", body = ErrorResponse)),
     security(("api_key" = [])))]
 pub async fn create(
     State(app): State<Arc<App>>,

@@ -144,6 +144,9 @@ pub enum ChargeError {
     /// The payment link takes no more charges (deactivated, outside its window, used up).
     #[error("payment link {link} takes no more charges")]
     LinkClosed { link: String },
+    /// The month's charges of the merchant's plan are used up; nothing reached a PSP.
+    #[error(transparent)]
+    PlanLimit(#[from] crate::plans::LimitReached),
     /// The PSP refused or failed, or the adapter did.
     #[error(transparent)]
     Psp(#[from] CallError),
@@ -305,7 +308,7 @@ impl App {
             created_at: now,
             updated_at: now,
         };
-        if !self.store.insert_creating_charge(&charge).await? {
+        if !self.store.insert_creating_charge(&charge).await?? {
             // A request with this reference ran before and died: continue its charge.
             let Some(existing) = self.store.charge_by_reference(reference.as_str()).await? else {
                 // Nothing holds the reference: the insert refused the charge's closed link.
@@ -402,20 +405,16 @@ impl App {
                 return Err(error);
             }
         };
-        update.qr_png_base64 = match psp.qr_png_base64.filter(|b| !b.is_empty()) {
-            Some(png) => Some(png),
-            None => {
-                // Drawing and PNG-encoding is CPU work: keep it off the async workers.
-                let code = copy_paste.as_str().to_owned();
-                let drawn =
-                    tokio::task::spawn_blocking(move || crate::domain::qr_png_base64(&code))
-                        .await
-                        .map_err(|e| unusable(format!("drawing its QR code failed: {e}")))?;
-                Some(drawn.map_err(|e| {
-                    unusable(format!("its copy-and-paste code cannot be drawn: {e}"))
-                })?)
-            }
-        };
+        // The image is always drawn here from the code, not taken from the PSP: one compact
+        // 1-bit PNG (about 1 KB) whichever PSP made the charge, where PSPs' own are up to 50 KB.
+        let code = copy_paste.as_str().to_owned();
+        // Drawing and PNG-encoding is CPU work: keep it off the async workers.
+        let drawn = tokio::task::spawn_blocking(move || crate::domain::qr_png_base64(&code))
+            .await
+            .map_err(|e| unusable(format!("drawing its QR code failed: {e}")))?;
+        update.qr_png_base64 = Some(
+            drawn.map_err(|e| unusable(format!("its copy-and-paste code cannot be drawn: {e}")))?,
+        );
         update.copy_paste = Some(copy_paste.as_str().to_owned());
         update.expires_at = psp
             .expires_at

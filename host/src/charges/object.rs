@@ -22,7 +22,8 @@ pub struct PayerSchema {
 pub struct PixData {
     /// The Pix copy-and-paste code (BR Code), checked (TLV and CRC) before it is returned.
     copy_paste: Option<String>,
-    /// PNG of the QR code, base64.
+    /// PNG of the QR code of `copy_paste`, base64 without a `data:` prefix: black on white,
+    /// 1 bit a pixel, 8 pixels a module, about 1 KB.
     qr_code_base64: Option<String>,
     /// RFC 3339.
     expires_at: Option<String>,

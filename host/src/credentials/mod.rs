@@ -64,6 +64,9 @@ pub enum CredentialError {
     /// No such credential for this merchant and environment.
     #[error("no such credential")]
     NotFound,
+    /// The merchant's plan has no room for one more connected PSP in this environment.
+    #[error(transparent)]
+    PlanLimit(#[from] crate::plans::LimitReached),
     #[error(transparent)]
     Store(#[from] StoreError),
     #[error("vault: {0}")]
@@ -179,6 +182,14 @@ pub async fn connect(
             })?;
     let manifest = adapter.manifest();
     let fields = validate(manifest, caller.environment, &new.fields, None)?;
+    // A full plan is said before the PSP is asked; the insert asks again, atomically.
+    app.store
+        .admits(
+            &caller.merchant_id,
+            caller.environment,
+            crate::plans::Resource::Psps,
+        )
+        .await??;
     let position = match new.position {
         Some(position) => position,
         None => app
@@ -218,7 +229,7 @@ pub async fn connect(
     } else {
         checks::skipped()
     };
-    app.store.insert_credential(&record).await?;
+    app.store.insert_credential(&record).await??;
     app.store
         .set_verification(&record.id, &verification)
         .await?;

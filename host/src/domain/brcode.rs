@@ -425,7 +425,8 @@ impl Serialize for BrCode {
 mod tests {
     use super::*;
 
-    /// The two real codes from PSPS.md, with their published CRCs.
+    /// The static example of the central bank's BR Code manual (*Manual de Padrões para
+    /// Iniciação do Pix*, bcb.gov.br) and a dynamic code in the manual's layout, each with its CRC.
     const STATIC: &str = "00020126580014br.gov.bcb.pix0136123e4567-e12b-12d1-a456-4266554400005204000053039865802BR5913Fulano de Tal6008BRASILIA62070503***63041D3D";
     const DYNAMIC: &str = "00020101021226770014BR.GOV.BCB.PIX2555pix.example.com/qr/93598be0-1bd0-4997-8318-81776a1d8a995204000053039865802BR5907EMPRESA6009SAO PAULO62070503***6304EEAB";
 
@@ -465,7 +466,7 @@ mod tests {
     }
 
     #[test]
-    fn the_psps_md_static_example_parses() {
+    fn the_manuals_static_example_parses() {
         let code = BrCode::parse(STATIC).unwrap();
         assert_eq!(code.as_str(), STATIC);
         assert_eq!(code.key(), Some("123e4567-e12b-12d1-a456-426655440000"));
@@ -477,7 +478,7 @@ mod tests {
     }
 
     #[test]
-    fn the_psps_md_dynamic_example_parses() {
+    fn a_dynamic_example_parses() {
         let code = BrCode::parse(DYNAMIC).unwrap();
         assert_eq!(code.key(), None);
         assert_eq!(

@@ -24,6 +24,7 @@ const COLUMNS: &str =
     "id, merchant_id, environment, prefix, hash, label, created_at, last_used_at, revoked_at";
 
 impl Store {
+    /// Writes a key, if the merchant's plan has room for one more in `environment`.
     pub async fn insert_api_key(
         &self,
         merchant_id: &str,
@@ -31,7 +32,7 @@ impl Store {
         prefix: &str,
         hash: &str,
         label: Option<&str>,
-    ) -> Result<ApiKeyRecord, StoreError> {
+    ) -> Result<crate::plans::Admission<ApiKeyRecord>, StoreError> {
         let record = ApiKeyRecord {
             id: format!("key_{}", uuid::Uuid::now_v7().simple()),
             merchant_id: merchant_id.to_owned(),
@@ -43,6 +44,19 @@ impl Store {
             last_used_at: None,
             revoked_at: None,
         };
+        let mut tx = self.begin_write().await?;
+        if let Err(reached) = self
+            .admit(
+                &mut tx,
+                merchant_id,
+                environment,
+                crate::plans::Resource::ApiKeys,
+                record.created_at,
+            )
+            .await?
+        {
+            return Ok(Err(reached));
+        }
         sqlx::query(
             "INSERT INTO api_keys (id, merchant_id, environment, prefix, hash, label, created_at) \
              VALUES ($1, $2, $3, $4, $5, $6, $7)",
@@ -54,9 +68,10 @@ impl Store {
         .bind(&record.hash)
         .bind(&record.label)
         .bind(record.created_at)
-        .execute(self.pool())
+        .execute(&mut *tx)
         .await?;
-        Ok(record)
+        tx.commit().await?;
+        Ok(Ok(record))
     }
 
     /// Keys whose visible prefix is `prefix` (normally one); the caller verifies the hash.

@@ -140,7 +140,13 @@ impl Store {
     /// (a retry of a request that reserved it): the caller carries on with that one. `false`
     /// too when the charge's payment link takes no more charges (inactive, outside its window,
     /// used up): checked in the insert itself, so no charge is ever written for a closed link.
-    pub async fn insert_creating_charge(&self, c: &ChargeRecord) -> Result<bool, StoreError> {
+    /// Refused when the charge's month (São Paulo) is full for the merchant's plan: the
+    /// monthly counter is advanced in the same transaction, and only while under the limit.
+    pub async fn insert_creating_charge(
+        &self,
+        c: &ChargeRecord,
+    ) -> Result<crate::plans::Admission<bool>, StoreError> {
+        let mut tx = self.pool().begin().await?;
         let done = sqlx::query(&format!(
             "INSERT INTO charges ({COLUMNS}) SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, \
              $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26 \
@@ -174,9 +180,20 @@ impl Store {
         .bind(&c.operator_id)
         .bind(&c.payment_link_id)
         .bind(&c.payment_link_name)
-        .execute(self.pool())
+        .execute(&mut *tx)
         .await?;
-        Ok(done.rows_affected() == 1)
+        if done.rows_affected() == 0 {
+            // A resumed request (its charge was counted then) or a closed link.
+            return Ok(Ok(false));
+        }
+        if let Err(reached) = self
+            .count_charge(&mut tx, &c.merchant_id, c.environment, c.created_at)
+            .await?
+        {
+            return Ok(Err(reached));
+        }
+        tx.commit().await?;
+        Ok(Ok(true))
     }
 
     pub async fn charge_by_reference(
@@ -467,12 +484,23 @@ impl Store {
             .get(0))
     }
 
-    /// Forgets a charge the PSP refused to create: nothing exists at the PSP.
+    /// Forgets a charge the PSP refused to create: nothing exists at the PSP, and it no longer
+    /// counts against its month.
     pub async fn delete_creating_charge(&self, id: &str) -> Result<(), StoreError> {
-        sqlx::query("DELETE FROM charges WHERE id = $1 AND status = 'creating'")
-            .bind(id)
-            .execute(self.pool())
-            .await?;
+        let mut tx = self.pool().begin().await?;
+        let deleted = sqlx::query(
+            "DELETE FROM charges WHERE id = $1 AND status = 'creating' \
+             RETURNING merchant_id, environment, created_at",
+        )
+        .bind(id)
+        .fetch_optional(&mut *tx)
+        .await?;
+        if let Some(row) = deleted {
+            let environment = super::environment_of(row.get(1))?;
+            self.uncount_charge(&mut tx, &row.get::<String, _>(0), environment, row.get(2))
+                .await?;
+        }
+        tx.commit().await?;
         Ok(())
     }
 }

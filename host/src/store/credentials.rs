@@ -115,7 +115,25 @@ const COLUMNS: &str = "id, merchant_id, environment, provider, label, public_fie
     route_limit";
 
 impl Store {
-    pub async fn insert_credential(&self, c: &CredentialRecord) -> Result<(), StoreError> {
+    /// Writes a credential, if the merchant's plan has room for one more connected PSP in its
+    /// environment.
+    pub async fn insert_credential(
+        &self,
+        c: &CredentialRecord,
+    ) -> Result<crate::plans::Admission<()>, StoreError> {
+        let mut tx = self.begin_write().await?;
+        if let Err(reached) = self
+            .admit(
+                &mut tx,
+                &c.merchant_id,
+                c.environment,
+                crate::plans::Resource::Psps,
+                c.created_at,
+            )
+            .await?
+        {
+            return Ok(Err(reached));
+        }
         sqlx::query(&format!(
             "INSERT INTO credentials ({COLUMNS}) \
              VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)"
@@ -134,9 +152,10 @@ impl Store {
         .bind(c.created_at)
         .bind(c.updated_at)
         .bind(c.route_limit)
-        .execute(self.pool())
+        .execute(&mut *tx)
         .await?;
-        Ok(())
+        tx.commit().await?;
+        Ok(Ok(()))
     }
 
     /// Writes back everything a merchant or a key rotation can change.

@@ -8,7 +8,10 @@
 //! [`charges`], [`idempotency`], [`inbound`] (PSP notifications), [`webhook_endpoints`] and
 //! [`events`] (with the outbox of deliveries), [`routing`]; for the dashboard [`users`] (with
 //! memberships and invitations), [`sessions`] (with sign-in throttling) and [`audit`];
-//! [`payment_links`] (public checkout pages); [`statement`] (paid charges by payment time).
+//! [`payment_links`] (public checkout pages); [`statement`] (paid charges by payment time);
+//! [`evidence`] (sale evidence: photos and places attached to charges);
+//! [`plans`] (each merchant's plan, the monthly charge counter, the limit check);
+//! [`retention`] (logs swept after the plan's retention days).
 
 pub mod adapter_cache;
 pub mod api_keys;
@@ -16,10 +19,13 @@ pub mod audit;
 pub mod charges;
 pub mod credentials;
 pub mod events;
+pub mod evidence;
 pub mod idempotency;
 pub mod inbound;
 pub mod merchants;
 pub mod payment_links;
+pub mod plans;
+pub mod retention;
 pub mod routing;
 pub mod sessions;
 pub mod statement;

@@ -66,8 +66,26 @@ fn slug_taken(result: &Result<sqlx::any::AnyQueryResult, sqlx::Error>) -> bool {
 }
 
 impl Store {
-    /// Writes a new link. `false` when its slug is taken (by any merchant's link).
-    pub async fn insert_payment_link(&self, l: &PaymentLinkRecord) -> Result<bool, StoreError> {
+    /// Writes a new link. `false` when its slug is taken (by any merchant's link); refused
+    /// when it is active and the merchant's plan has no room for one more active link.
+    pub async fn insert_payment_link(
+        &self,
+        l: &PaymentLinkRecord,
+    ) -> Result<crate::plans::Admission<bool>, StoreError> {
+        let mut tx = self.begin_write().await?;
+        if l.active
+            && let Err(reached) = self
+                .admit(
+                    &mut tx,
+                    &l.merchant_id,
+                    l.environment,
+                    crate::plans::Resource::PaymentLinks,
+                    l.created_at,
+                )
+                .await?
+        {
+            return Ok(Err(reached));
+        }
         let result = sqlx::query(&format!(
             "INSERT INTO payment_links ({COLUMNS}) \
              VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)"
@@ -87,17 +105,38 @@ impl Store {
         .bind(i64::from(l.active))
         .bind(l.created_at)
         .bind(l.updated_at)
-        .execute(self.pool())
+        .execute(&mut *tx)
         .await;
         if slug_taken(&result) {
-            return Ok(false);
+            return Ok(Ok(false));
         }
         result?;
-        Ok(true)
+        tx.commit().await?;
+        Ok(Ok(true))
     }
 
-    /// Writes back a link's settings. `false` when its new slug is taken.
-    pub async fn update_payment_link(&self, l: &PaymentLinkRecord) -> Result<bool, StoreError> {
+    /// Writes back a link's settings. `false` when its new slug is taken; refused when it is
+    /// `activating` (inactive until now) and the merchant's plan has no room for one more
+    /// active link.
+    pub async fn update_payment_link(
+        &self,
+        l: &PaymentLinkRecord,
+        activating: bool,
+    ) -> Result<crate::plans::Admission<bool>, StoreError> {
+        let mut tx = self.begin_write().await?;
+        if activating
+            && let Err(reached) = self
+                .admit(
+                    &mut tx,
+                    &l.merchant_id,
+                    l.environment,
+                    crate::plans::Resource::PaymentLinks,
+                    l.updated_at,
+                )
+                .await?
+        {
+            return Ok(Err(reached));
+        }
         let result = sqlx::query(
             "UPDATE payment_links SET slug = $1, name = $2, amount = $3, min_amount = $4, \
              max_amount = $5, usage_limit = $6, valid_from = $7, valid_until = $8, provider = $9, \
@@ -115,13 +154,14 @@ impl Store {
         .bind(i64::from(l.active))
         .bind(l.updated_at)
         .bind(&l.id)
-        .execute(self.pool())
+        .execute(&mut *tx)
         .await;
         if slug_taken(&result) {
-            return Ok(false);
+            return Ok(Ok(false));
         }
         result?;
-        Ok(true)
+        tx.commit().await?;
+        Ok(Ok(true))
     }
 
     /// One of the merchant's links in `environment`.

@@ -72,6 +72,8 @@ impl Store {
             id: format!("mer_{}", uuid::Uuid::now_v7().simple()),
             name: merchant_name.to_owned(),
             created_at: now,
+            // New sign-ups start on Free (the column's default).
+            plan: crate::plans::PlanId::Free,
         };
         let user = UserRecord {
             id: format!("usr_{}", uuid::Uuid::now_v7().simple()),
@@ -116,7 +118,8 @@ impl Store {
     }
 
     /// Makes `email` a member of a merchant with `role`: a new user with `name` and
-    /// `password_hash`, or the existing one (whose password stays). For operators' CLI.
+    /// `password_hash`, or the existing one (whose password stays). For operators' CLI. A new
+    /// member must fit the merchant's plan; a member's role change always does.
     pub async fn add_member(
         &self,
         merchant_id: &str,
@@ -124,9 +127,9 @@ impl Store {
         name: &str,
         password_hash: &str,
         role: Role,
-    ) -> Result<UserRecord, StoreError> {
+    ) -> Result<crate::plans::Admission<UserRecord>, StoreError> {
         let now = now_ms();
-        let mut tx = self.pool().begin().await?;
+        let mut tx = self.begin_write().await?;
         sqlx::query(
             "INSERT INTO users (id, email, name, password_hash, created_at, updated_at) \
              VALUES ($1, $2, $3, $4, $5, $5) ON CONFLICT (email) DO NOTHING",
@@ -145,6 +148,19 @@ impl Store {
         .fetch_one(&mut *tx)
         .await?;
         let user = user_of(&row);
+        if !is_member(&mut tx, merchant_id, &user.id).await?
+            && let Err(reached) = self
+                .admit(
+                    &mut tx,
+                    merchant_id,
+                    crate::domain::Environment::Test,
+                    crate::plans::Resource::TeamMembers,
+                    now,
+                )
+                .await?
+        {
+            return Ok(Err(reached));
+        }
         sqlx::query(
             "INSERT INTO memberships (merchant_id, user_id, role, created_at) \
              VALUES ($1, $2, $3, $4) \
@@ -157,7 +173,7 @@ impl Store {
         .execute(&mut *tx)
         .await?;
         tx.commit().await?;
-        Ok(user)
+        Ok(Ok(user))
     }
 
     pub async fn user_by_email(&self, email: &str) -> Result<Option<UserRecord>, StoreError> {
@@ -311,11 +327,26 @@ impl Store {
         })
     }
 
+    /// Writes an invitation, if the team has room for one more person in the merchant's plan
+    /// (members and open invitations count).
     pub async fn insert_invitation(
         &self,
         invitation: &InvitationRecord,
         token_hash: &str,
-    ) -> Result<(), StoreError> {
+    ) -> Result<crate::plans::Admission<()>, StoreError> {
+        let mut tx = self.begin_write().await?;
+        if let Err(reached) = self
+            .admit(
+                &mut tx,
+                &invitation.merchant_id,
+                crate::domain::Environment::Test,
+                crate::plans::Resource::TeamMembers,
+                invitation.created_at,
+            )
+            .await?
+        {
+            return Ok(Err(reached));
+        }
         sqlx::query(&format!(
             "INSERT INTO invitations ({INVITATION_COLUMNS}, token_hash) \
              VALUES ($1, $2, $3, $4, $5, $6, $7, NULL, NULL, $8)"
@@ -328,9 +359,10 @@ impl Store {
         .bind(invitation.created_at)
         .bind(invitation.expires_at)
         .bind(token_hash)
-        .execute(self.pool())
+        .execute(&mut *tx)
         .await?;
-        Ok(())
+        tx.commit().await?;
+        Ok(Ok(()))
     }
 
     pub async fn invitation_by_token_hash(
@@ -377,15 +409,16 @@ impl Store {
 
     /// Accepts an open, unexpired invitation for `user_id` (an existing account) or for a new
     /// account (`new_user`), in one transaction. `false` when the invitation was used, revoked
-    /// or expired in the meantime.
+    /// or expired in the meantime; refused when the merchant's plan has no room for one more
+    /// person any longer (a downgrade since the invitation).
     pub async fn accept_invitation(
         &self,
         invitation: &InvitationRecord,
         user_id: &str,
         new_user: Option<&UserRecord>,
-    ) -> Result<bool, StoreError> {
+    ) -> Result<crate::plans::Admission<bool>, StoreError> {
         let now = now_ms();
-        let mut tx = self.pool().begin().await?;
+        let mut tx = self.begin_write().await?;
         if let Some(user) = new_user {
             sqlx::query(
                 "INSERT INTO users (id, email, name, password_hash, created_at, updated_at) \
@@ -409,7 +442,21 @@ impl Store {
         .execute(&mut *tx)
         .await?;
         if taken.rows_affected() == 0 {
-            return Ok(false);
+            return Ok(Ok(false));
+        }
+        // Counted with this invitation accepted: the members and the other open invitations.
+        if !is_member(&mut tx, &invitation.merchant_id, user_id).await?
+            && let Err(reached) = self
+                .admit(
+                    &mut tx,
+                    &invitation.merchant_id,
+                    crate::domain::Environment::Test,
+                    crate::plans::Resource::TeamMembers,
+                    now,
+                )
+                .await?
+        {
+            return Ok(Err(reached));
         }
         sqlx::query(
             "INSERT INTO memberships (merchant_id, user_id, role, created_at) \
@@ -422,8 +469,24 @@ impl Store {
         .execute(&mut *tx)
         .await?;
         tx.commit().await?;
-        Ok(true)
+        Ok(Ok(true))
     }
+}
+
+/// Whether `user_id` is a member of the merchant already (a role change, not a new person).
+async fn is_member(
+    tx: &mut sqlx::AnyConnection,
+    merchant_id: &str,
+    user_id: &str,
+) -> Result<bool, StoreError> {
+    Ok(
+        sqlx::query("SELECT 1 FROM memberships WHERE merchant_id = $1 AND user_id = $2")
+            .bind(merchant_id)
+            .bind(user_id)
+            .fetch_optional(&mut *tx)
+            .await?
+            .is_some(),
+    )
 }
 
 fn user_of(r: &sqlx::any::AnyRow) -> UserRecord {

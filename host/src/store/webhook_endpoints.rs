@@ -30,7 +30,24 @@ const COLUMNS: &str = "id, merchant_id, environment, url, description, events, s
     created_at, updated_at";
 
 impl Store {
-    pub async fn insert_webhook_endpoint(&self, e: &EndpointRecord) -> Result<(), StoreError> {
+    /// Writes an endpoint, if the merchant's plan has room for one more in its environment.
+    pub async fn insert_webhook_endpoint(
+        &self,
+        e: &EndpointRecord,
+    ) -> Result<crate::plans::Admission<()>, StoreError> {
+        let mut tx = self.begin_write().await?;
+        if let Err(reached) = self
+            .admit(
+                &mut tx,
+                &e.merchant_id,
+                e.environment,
+                crate::plans::Resource::WebhookEndpoints,
+                e.created_at,
+            )
+            .await?
+        {
+            return Ok(Err(reached));
+        }
         sqlx::query(&format!(
             "INSERT INTO webhook_endpoints ({COLUMNS}) \
              VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)"
@@ -49,9 +66,10 @@ impl Store {
         .bind(e.failing_since)
         .bind(e.created_at)
         .bind(e.updated_at)
-        .execute(self.pool())
+        .execute(&mut *tx)
         .await?;
-        Ok(())
+        tx.commit().await?;
+        Ok(Ok(()))
     }
 
     /// Writes back what the merchant or the delivery worker changes.

@@ -88,6 +88,7 @@ async fn create(
             render(&page)
         }
         Err(ApiKeyError::Store(e)) => Err(WebError::internal(viewer.lang, e)),
+        Err(ApiKeyError::PlanLimit(reached)) => Err(WebError::PlanLimit(viewer.lang, reached)),
         Err(e) => {
             let mut page = page(&app, &viewer).await?;
             page.label = form.label;

@@ -29,7 +29,7 @@ pub fn router() -> Router<Arc<App>> {
 }
 
 /// The families of actions (an action is `<family>.<verb>`), with their names' keys.
-const KINDS: [(&str, &str); 8] = [
+const KINDS: [(&str, &str); 9] = [
     ("account", "audit.kind.account"),
     ("session", "audit.kind.session"),
     ("team", "audit.kind.team"),
@@ -38,6 +38,7 @@ const KINDS: [(&str, &str); 8] = [
     ("webhook_endpoint", "audit.kind.webhook_endpoint"),
     ("event", "audit.kind.event"),
     ("charge", "audit.kind.charge"),
+    ("plan", "audit.kind.plan"),
 ];
 
 /// The catalog key that words an action, for the actions the gateway records.
@@ -64,6 +65,7 @@ fn action_key(action: &str) -> Option<&'static str> {
         "webhook_endpoint.delete" => "audit.action.webhook_endpoint.delete",
         "event.redeliver" => "audit.action.event.redeliver",
         "charge.cancel" => "audit.action.charge.cancel",
+        "plan.change" => "audit.action.plan.change",
         _ => return None,
     })
 }
@@ -147,7 +149,7 @@ struct AuditPage {
 }
 
 impl AuditPage {
-    fn kinds(&self) -> [(&'static str, &'static str); 8] {
+    fn kinds(&self) -> [(&'static str, &'static str); 9] {
         KINDS
     }
 

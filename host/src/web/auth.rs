@@ -70,6 +70,10 @@ fn account_message(lang: Lang, e: &AccountError) -> String {
     if let AccountError::Store(inner) = e {
         tracing::error!(error = %inner, "dashboard account operation failed");
     }
+    // The invitee cannot change the plan: they are told whom to ask.
+    if let AccountError::PlanLimit(_) = e {
+        return lang.t("plan.invitation_full").to_owned();
+    }
     match e.minutes() {
         Some(minutes) => lang.tf(e.code(), &[("minutes", &minutes.to_string())]),
         None => lang.t(e.code()).to_owned(),

@@ -41,10 +41,10 @@ pub fn router() -> Router<Arc<App>> {
 const VALIDITY_SECS: u32 = 30 * 60;
 pub const MAX_DESCRIPTION_CHARS: usize = 140;
 
-/// Whether this merchant's plan includes the cashier on a phone. Every plan does until plans
-/// exist; this is the one place that will ask them.
-pub fn phone_cashier_allowed(_merchant_id: &str) -> bool {
-    true
+/// Whether the merchant's plan includes the cashier on a phone (Pro, Enterprise): the one
+/// place the cashier asks.
+pub fn phone_cashier_allowed(plan: crate::plans::PlanId) -> bool {
+    crate::plans::allows_phone_cashier(plan)
 }
 
 /// A phone's browser, by its user agent (tablets and computers are not phones).
@@ -57,10 +57,11 @@ fn is_phone(headers: &HeaderMap) -> bool {
 
 fn require_cashier(viewer: &Viewer, headers: &HeaderMap) -> Result<(), WebError> {
     viewer.require(Action::UseCashier)?;
-    if is_phone(headers) && !phone_cashier_allowed(&viewer.signed_in.session.merchant_id) {
+    let plan = viewer.signed_in.plan;
+    if is_phone(headers) && !phone_cashier_allowed(plan) {
         return Err(WebError::PlanLimit(
             viewer.lang,
-            "cashier.phone_not_in_plan",
+            crate::plans::LimitReached::feature(plan, crate::plans::Resource::PhoneCashier),
         ));
     }
     Ok(())
@@ -263,6 +264,14 @@ async fn create(
         .await
     {
         Ok(charge) => Ok(see_other(&format!("/dashboard/cashier/{}", charge.id))),
+        Err(crate::charges::ChargeError::PlanLimit(reached)) => {
+            let (message, hint) = super::plan::refusal(lang, &reached);
+            refuse(FormError {
+                field: None,
+                message,
+                hint: Some(hint),
+            })
+        }
         Err(e) => {
             let e = crate::api::psp_failure::from_charge_error(e, caller.environment);
             if e.status.is_server_error()
@@ -342,11 +351,16 @@ pub fn status_json(lang: Lang, charge: &ChargeRecord) -> String {
 
 #[derive(Template)]
 #[template(path = "cashier_charge.html")]
-struct ScreenPage {
+pub(super) struct ScreenPage {
     c: Page,
     charge: LiveCharge,
     can_cancel: bool,
     error: Option<FormError>,
+    /// The sale's photos ([`super::evidence`]), and whether the viewer may attach one (the
+    /// form shows once the screen turns to paid).
+    evidence: Vec<super::evidence::EvidenceView>,
+    can_attach_evidence: bool,
+    evidence_error: Option<String>,
 }
 
 fn screen_page(
@@ -366,7 +380,29 @@ fn screen_page(
             && !charge.status.is_final()
             && app.cancel_supported(&charge.provider),
         error,
+        evidence: Vec::new(),
+        can_attach_evidence: viewer.can(Action::AttachEvidence)
+            && matches!(
+                charge.status,
+                ChargeState::Pending | ChargeState::Processing | ChargeState::Paid
+            ),
+        evidence_error: None,
     }
+}
+
+/// The screen with the sale's evidence, and why the last upload was refused.
+pub(super) async fn screen_with_evidence(
+    app: &App,
+    viewer: &Viewer,
+    charge: &ChargeRecord,
+    evidence_error: Option<String>,
+) -> Result<ScreenPage, WebError> {
+    let mut page = screen_page(app, viewer, charge, None);
+    if viewer.can(Action::ViewEvidence) {
+        page.evidence = super::evidence::views(app, &charge.id).await?;
+    }
+    page.evidence_error = evidence_error;
+    Ok(page)
 }
 
 async fn screen(
@@ -377,7 +413,7 @@ async fn screen(
 ) -> Result<Response, WebError> {
     require_cashier(&viewer, &headers)?;
     let charge = visible_charge(&app, &viewer, &id).await?;
-    render(&screen_page(&app, &viewer, &charge, None))
+    render(&screen_with_evidence(&app, &viewer, &charge, None).await?)
 }
 
 /// `text/event-stream` of the charge's status until it is final.

@@ -359,7 +359,7 @@ struct EventView {
 
 #[derive(Template)]
 #[template(path = "charges_detail.html")]
-struct DetailPage {
+pub(super) struct DetailPage {
     c: Page,
     charge: ChargeRecord,
     provider_name: String,
@@ -371,6 +371,13 @@ struct DetailPage {
     /// The charge can still be paid but its PSP offers no cancel.
     cancel_unsupported: bool,
     failure: Option<CancelFailure>,
+    /// The sale's photos and places ([`super::evidence`]), when the viewer may see them.
+    evidence: Vec<super::evidence::EvidenceView>,
+    can_view_evidence: bool,
+    /// The viewer may attach evidence, and the charge is paid.
+    can_attach_evidence: bool,
+    /// Why the last upload was refused.
+    pub(super) evidence_error: Option<String>,
 }
 
 impl DetailPage {
@@ -441,7 +448,7 @@ fn outcome_key(outcome: &str) -> Option<&'static str> {
     })
 }
 
-async fn detail_page(
+pub(super) async fn detail_page(
     app: &App,
     viewer: &Viewer,
     charge: ChargeRecord,
@@ -478,8 +485,19 @@ async fn detail_page(
             .collect(),
         _ => Vec::new(),
     };
+    let can_view_evidence = viewer.can(Action::ViewEvidence);
+    let evidence = if can_view_evidence {
+        super::evidence::views(app, &charge.id).await?
+    } else {
+        Vec::new()
+    };
     Ok(DetailPage {
         c: Page::new(viewer, "charges.detail.title"),
+        can_attach_evidence: viewer.can(Action::AttachEvidence)
+            && charge.status == ChargeState::Paid,
+        can_view_evidence,
+        evidence,
+        evidence_error: None,
         provider_name: provider_name(app, &charge.provider),
         metadata,
         attempts: store.charge_attempts(&charge.reference).await?,

@@ -612,6 +612,16 @@ async fn pay(
             )
             .await
         }
+        Err(PayError::Charge(ChargeError::PlanLimit(reached))) => {
+            // The merchant's plan is full this month: the payer is told to contact the store,
+            // the store's log says why.
+            tracing::warn!(link = %ctx.link.id, merchant = %ctx.link.merchant_id, %reached, "a payment link's charge was refused by the merchant's plan");
+            let error = ("", lang.t("plan.checkout_full").to_owned());
+            Ok(with_cookie(
+                refuse(form, error, StatusCode::FORBIDDEN).await?,
+                cookie,
+            ))
+        }
         Err(PayError::Charge(e)) => {
             let status = failure_status(&e);
             // The merchant's words (and the PSP's) go to the log; the payer reads what to do.

@@ -406,6 +406,7 @@ async fn create(
             "flash.links_created",
         )),
         Err(LinkError::Store(e)) => Err(WebError::internal(viewer.lang, e)),
+        Err(LinkError::PlanLimit(reached)) => Err(WebError::PlanLimit(viewer.lang, reached)),
         Err(e) => refuse(form, refusal(viewer.lang, &e)).await,
     }
 }
@@ -541,6 +542,7 @@ async fn switch(app: &App, viewer: &Viewer, id: &str, active: bool) -> Result<Re
             },
         )),
         Err(LinkError::NotFound(_)) => Err(WebError::NotFound(viewer.lang)),
+        Err(LinkError::PlanLimit(reached)) => Err(WebError::PlanLimit(viewer.lang, reached)),
         Err(e) => Err(WebError::internal(viewer.lang, e)),
     }
 }

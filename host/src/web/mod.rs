@@ -13,8 +13,10 @@
 //!   sign-out, password, language and environment switches, invitations), [`overview`],
 //!   [`psps`] (PSP credentials), [`api_keys`], [`webhooks`] (endpoints and deliveries),
 //!   [`cashier`] (the point-of-sale screen), [`charges`], [`links`] (payment links), [`team`],
-//!   [`audit_log`], [`adapters`].
+//!   [`audit_log`], [`adapters`], [`plan`] (the plan, its usage, the change of plan).
 //! - [`statement`]: the statement (paid charges by payment day), its chart and its CSV.
+//! - [`evidence`]: a sale's photo and place, attached from the charge's page and the
+//!   cashier's paid screen, and the photos themselves.
 //! - [`checkout`]: the public pages of payment links (`/p/<slug>`), for payers: no sign-in,
 //!   their own minimal layout.
 
@@ -26,10 +28,12 @@ pub mod auth;
 pub mod cashier;
 pub mod charges;
 pub mod checkout;
+pub mod evidence;
 pub mod i18n;
 pub mod links;
 pub mod overview;
 pub mod page;
+pub mod plan;
 pub mod psps;
 pub mod session;
 pub mod statement;
@@ -55,10 +59,12 @@ pub fn router() -> Router<Arc<App>> {
         .merge(webhooks::router())
         .merge(cashier::router())
         .merge(charges::router())
+        .merge(evidence::router())
         .merge(statement::router())
         .merge(links::router())
         .merge(checkout::router())
         .merge(team::router())
+        .merge(plan::router())
         .merge(audit_log::router())
         .merge(adapters::router())
         .route("/dashboard/{*rest}", axum::routing::any(not_found))

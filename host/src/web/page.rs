@@ -33,6 +33,7 @@ const NAV: &[(&str, &str, Action)] = &[
         Action::ViewWebhookEndpoints,
     ),
     ("/dashboard/team", "nav.team", Action::ViewTeam),
+    ("/dashboard/plan", "nav.plan", Action::ManagePlan),
     ("/dashboard/audit", "nav.audit", Action::ViewAudit),
     ("/dashboard/adapters", "nav.adapters", Action::ViewAdapters),
 ];
@@ -224,8 +225,9 @@ pub enum WebError {
     BadRequest(Lang, &'static str),
     /// Logged; the page says only that it failed.
     Internal(Lang),
-    /// The merchant's plan does not include this; the key says what.
-    PlanLimit(Lang, &'static str),
+    /// The merchant's plan does not allow this: the page says the plan, its limit, the usage
+    /// and the smallest plan that allows it ([`super::plan::refusal`]).
+    PlanLimit(Lang, crate::plans::LimitReached),
 }
 
 impl WebError {
@@ -246,7 +248,11 @@ impl From<crate::store::StoreError> for WebError {
 struct ErrorPage {
     lang: Lang,
     title: &'static str,
-    message: &'static str,
+    message: String,
+    /// What to do, when the page knows (a plan's limit).
+    hint: Option<String>,
+    /// Link to the plan page (a plan's limit).
+    plan_link: bool,
     request_id: String,
 }
 
@@ -298,24 +304,39 @@ impl IntoResponse for WebError {
                 "error.internal.title",
                 "error.internal",
             ),
-            WebError::PlanLimit(lang, key) => {
-                (StatusCode::FORBIDDEN, lang, "error.plan.title", key)
+            WebError::PlanLimit(lang, reached) => {
+                let (message, hint) = super::plan::refusal(lang, &reached);
+                let page = ErrorPage {
+                    lang,
+                    title: "error.plan.title",
+                    message,
+                    hint: Some(hint),
+                    plan_link: true,
+                    request_id: crate::api::request_id::current(),
+                };
+                return error_page(StatusCode::FORBIDDEN, &page);
             }
         };
         let page = ErrorPage {
             lang,
             title,
-            message,
+            message: lang.t(message).to_owned(),
+            hint: None,
+            plan_link: false,
             request_id: crate::api::request_id::current(),
         };
-        match askama::Template::render(&page) {
-            Ok(html) => (
-                status,
-                [(header::CONTENT_TYPE, "text/html; charset=utf-8")],
-                html,
-            )
-                .into_response(),
-            Err(_) => (status, lang.t(message).to_owned()).into_response(),
-        }
+        error_page(status, &page)
+    }
+}
+
+fn error_page(status: StatusCode, page: &ErrorPage) -> Response {
+    match askama::Template::render(page) {
+        Ok(html) => (
+            status,
+            [(header::CONTENT_TYPE, "text/html; charset=utf-8")],
+            html,
+        )
+            .into_response(),
+        Err(_) => (status, page.message.clone()).into_response(),
     }
 }

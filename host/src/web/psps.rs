@@ -452,6 +452,14 @@ fn form_refusal(
             psp_message: None,
             hint: None,
         })),
+        CredentialError::PlanLimit(reached) => {
+            let (message, hint) = super::plan::refusal(lang, &reached);
+            Ok(Some(FormAlert {
+                message,
+                psp_message: None,
+                hint: Some(hint),
+            }))
+        }
         CredentialError::NotFound | CredentialError::UnknownProvider { .. } => {
             Err(WebError::NotFound(lang))
         }

@@ -201,6 +201,19 @@ async fn read_form<T: DeserializeOwned>(
     Ok((form, token))
 }
 
+/// Checks the CSRF token of a body the handler read itself (a multipart upload), as
+/// [`Posted`] does for forms.
+pub fn check_csrf(viewer: &Viewer, headers: &HeaderMap, token: &str) -> Result<(), WebError> {
+    let cross_site = headers
+        .get("sec-fetch-site")
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|site| site == "cross-site");
+    if cross_site || !same_token(token, &viewer.signed_in.session.csrf_token) {
+        return Err(WebError::Csrf(viewer.lang));
+    }
+    Ok(())
+}
+
 fn same_token(a: &str, b: &str) -> bool {
     use subtle::ConstantTimeEq;
     !a.is_empty() && a.len() == b.len() && bool::from(a.as_bytes().ct_eq(b.as_bytes()))

@@ -13,7 +13,7 @@ use serde::Deserialize;
 
 use super::page::{Page, WebError, render, render_status, role_key, see_other_with};
 use super::session::{Posted, Viewer};
-use crate::accounts::{self, TeamError};
+use crate::accounts::{self, AccountError, TeamError};
 use crate::app::App;
 use crate::policy::{Action, Role};
 use crate::store::now_ms;
@@ -91,9 +91,13 @@ async fn invite(
     let outcome = match role {
         Some(role) => accounts::invite(&app, &viewer.signed_in, &form.email, role, viewer.ip)
             .await
-            .map_err(|e| match e.minutes() {
-                Some(m) => viewer.lang.tf(e.code(), &[("minutes", &m.to_string())]),
-                None => viewer.lang.t(e.code()).to_owned(),
+            .map_err(|e| match (&e, e.minutes()) {
+                (AccountError::PlanLimit(reached), _) => {
+                    let (message, hint) = super::plan::refusal(viewer.lang, reached);
+                    format!("{message} {hint}")
+                }
+                (_, Some(m)) => viewer.lang.tf(e.code(), &[("minutes", &m.to_string())]),
+                (_, None) => viewer.lang.t(e.code()).to_owned(),
             }),
         None => Err(viewer.lang.t("team.error.role").to_owned()),
     };

@@ -316,6 +316,7 @@ async fn create(
             render(&page)
         }
         Err(EndpointError::Store(e)) => Err(WebError::internal(viewer.lang, e)),
+        Err(EndpointError::PlanLimit(reached)) => Err(WebError::PlanLimit(viewer.lang, reached)),
         Err(e) => {
             let form = FormView::refused(form, viewer.lang, &e);
             render_status(

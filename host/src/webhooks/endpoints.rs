@@ -46,6 +46,9 @@ pub enum EndpointError {
     NotFound(String),
     #[error("no event {0:?}")]
     EventNotFound(String),
+    /// The merchant's plan has no room for one more endpoint in this environment.
+    #[error(transparent)]
+    PlanLimit(#[from] crate::plans::LimitReached),
     #[error(transparent)]
     Store(#[from] StoreError),
 }
@@ -64,6 +67,7 @@ impl EndpointError {
             EndpointError::NotFound(_) | EndpointError::EventNotFound(_) => {
                 "error.not_found.message"
             }
+            EndpointError::PlanLimit(_) => "error.plan.title",
             EndpointError::Store(_) => "error.internal",
         }
     }
@@ -239,7 +243,7 @@ pub async fn create(
         created_at: now,
         updated_at: now,
     };
-    app.store.insert_webhook_endpoint(&endpoint).await?;
+    app.store.insert_webhook_endpoint(&endpoint).await??;
     audit::record(
         &app.store,
         caller,

@@ -5,7 +5,9 @@
 //!    webhook token — query `token`, header `x-<provider>-webhook-token`, `x-pixgw-token`, or
 //!    the header the adapter's manifest names (`asaas-access-token`) — compared in constant
 //!    time. Otherwise 401, and nothing is stored or done.
-//! 2. The raw notification is stored before anything else, so an answer of 200 never loses it.
+//! 2. The raw notification is stored before anything else, so an answer of 200 never loses it;
+//!    the PSP is answered as soon as it is stored. Steps 3 and 4 run in the background: they call
+//!    the PSP, and PSPs give a notification a few seconds (Itaú: 5 s) before counting it failed.
 //! 3. The adapter's `parse-webhook` reads it into events (checking the PSP's signature where the
 //!    PSP signs); each event is matched to a charge of this credential by reference or PSP id.
 //! 4. The host asks the PSP (`query-charge`) and moves the charge by what the PSP answers, never
@@ -50,6 +52,12 @@ pub enum InboundError {
     Store(#[from] StoreError),
 }
 
+/// A notification stored and handed to background processing: the PSP may be answered.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Accepted {
+    pub notification_id: String,
+}
+
 /// What became of a stored notification.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Processed {
@@ -67,12 +75,13 @@ const LEASE_MS: i64 = 120_000;
 const MAX_ATTEMPTS: i64 = 20;
 
 impl App {
-    /// Authenticates, stores and processes a notification.
+    /// Authenticates and stores a notification, then processes it in the background: the
+    /// answer never waits for the PSP.
     pub async fn receive_notification(
-        &self,
+        self: &Arc<Self>,
         webhook_id: &str,
         mut raw: RawNotification,
-    ) -> Result<Processed, InboundError> {
+    ) -> Result<Accepted, InboundError> {
         let credential = self
             .store
             .credential_by_webhook_id(webhook_id)
@@ -109,7 +118,16 @@ impl App {
         self.store
             .insert_notification(&notification, LEASE_MS)
             .await?;
-        Ok(self.process_notification(&credential, &notification).await)
+        let accepted = Accepted {
+            notification_id: notification.id.clone(),
+        };
+        // The lease taken on insert keeps `retry_unprocessed` off it while this runs; if the
+        // gateway dies first, the lease runs out and the retry takes it up.
+        let app = Arc::clone(self);
+        tokio::spawn(async move {
+            app.process_notification(&credential, &notification).await;
+        });
+        Ok(accepted)
     }
 
     /// Processes a stored notification and records the outcome.

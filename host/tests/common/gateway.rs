@@ -137,7 +137,9 @@ pub fn cli_output(db: &TestDb, env: &[(&str, &str)], args: &[&str]) -> std::proc
         .unwrap()
 }
 
-/// A merchant with a test and a live key.
+/// A merchant with a test and a live key, on the Enterprise plan: the tests of other features
+/// connect several PSPs, endpoints and links, which Free does not allow (the plans' own tests
+/// choose their plans with [`create_merchant_on`]).
 pub struct Merchant {
     pub id: String,
     pub test_key: String,
@@ -145,7 +147,16 @@ pub struct Merchant {
 }
 
 pub fn create_merchant(db: &TestDb, name: &str) -> Merchant {
-    let id = cli(db, &[], &["merchant", "create", "--name", name]);
+    create_merchant_on(db, name, "enterprise")
+}
+
+/// A merchant on `plan` with a test and a live key.
+pub fn create_merchant_on(db: &TestDb, name: &str, plan: &str) -> Merchant {
+    let id = cli(
+        db,
+        &[],
+        &["merchant", "create", "--name", name, "--plan", plan],
+    );
     let test_key = cli(
         db,
         &[],

@@ -209,3 +209,26 @@ pub async fn sim_control(
     );
     response.json().await.unwrap()
 }
+
+/// The text of the QR code in a PNG: the API's image, or a screenshot of it as a browser drew it.
+pub fn decode_qr(png_bytes: &[u8]) -> Option<String> {
+    let mut decoder = png::Decoder::new(std::io::Cursor::new(png_bytes));
+    decoder.set_transformations(png::Transformations::EXPAND | png::Transformations::STRIP_16);
+    let mut reader = decoder.read_info().ok()?;
+    let mut buf = vec![0; reader.output_buffer_size()?];
+    let info = reader.next_frame(&mut buf).ok()?;
+    let channels = info.color_type.samples();
+    let (w, h) = (info.width as usize, info.height as usize);
+    let luma = |x: usize, y: usize| -> u8 {
+        let p = &buf[(y * w + x) * channels..];
+        match channels {
+            1 | 2 => p[0],
+            _ => ((u16::from(p[0]) * 3 + u16::from(p[1]) * 6 + u16::from(p[2])) / 10) as u8,
+        }
+    };
+    let mut image = rqrr::PreparedImage::prepare_from_greyscale(w, h, luma);
+    image
+        .detect_grids()
+        .into_iter()
+        .find_map(|grid| grid.decode().ok().map(|(_, text)| text))
+}

@@ -100,11 +100,14 @@ async fn the_audit_log_names_every_actor_and_its_filters_narrow_exactly(backend:
         ("kind=session".into(), pairs(&[("session.sign_in", "user")])),
         ("kind=account".into(), pairs(&[("account.sign_up", "user")])),
         ("kind=charge".into(), pairs(&[("charge.cancel", "api_key")])),
+        // The owner moved to Enterprise on the plan page right after signing up.
+        ("kind=plan".into(), pairs(&[("plan.change", "user")])),
         (
             format!("actor=user:{owner_id}"),
             pairs(&[
                 ("team.invite", "user"),
                 ("session.sign_in", "user"),
+                ("plan.change", "user"),
                 ("account.sign_up", "user"),
             ]),
         ),

@@ -7,7 +7,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use crate::browser::{Browser, PHONE, decode_qr};
+use crate::browser::{Browser, PHONE};
+use crate::common::decode_qr;
 use crate::common::gateway::{Backend, Gateway, GatewayOptions, TestDb};
 use crate::common::{sim_control, start_sim};
 use crate::support::{PASSWORD, Shop};

@@ -552,6 +552,7 @@ async fn service(shop: &Shop) -> (Arc<pixgw::app::App>, crate::common::TestRunti
             breaker: Default::default(),
             reconciler: Default::default(),
             sessions: Default::default(),
+            evidence: pixgw::evidence::PhotoStore::in_memory(),
         },
     );
     // The runtime's plugin directory lives as long as the caller keeps it.

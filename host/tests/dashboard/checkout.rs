@@ -9,7 +9,8 @@ use serde_json::{Value, json};
 
 use super::links::Fixture;
 use crate::both_backends;
-use crate::browser::{Browser, decode_qr};
+use crate::browser::Browser;
+use crate::common::decode_qr;
 use crate::common::gateway::{Backend, GatewayOptions};
 use crate::support::{Answer, Visitor};
 

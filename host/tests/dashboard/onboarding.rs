@@ -1,6 +1,7 @@
 //! The onboarding a merchant does in a browser (headless Chromium, the real binary, the PSP
 //! simulator): sign up → connect efi by pasting its PEMs → copy the webhook URL (read back from
-//! the clipboard) → create an API key and charge with it over HTTP → invite a cashier → as the
+//! the clipboard) → create an API key and charge with it over HTTP → move to the Pro plan (Free
+//! has a team of one) → invite a cashier → as the
 //! cashier, the PSPs page is 403 and API keys are not in the menu. Screenshots of every page,
 //! desktop and phone, go to `target/screenshots/`.
 
@@ -88,6 +89,12 @@ async fn sign_up_to_a_first_test_charge_in_a_browser() {
     assert_eq!(credential["data"][0]["webhook"]["url"], shown.as_str());
     browser.goto("/dashboard").await;
     browser.screenshots("overview-first-charge").await;
+
+    // A team of more than one person needs Pro: chosen on the plan page.
+    browser.goto("/dashboard/plan").await;
+    browser.click("button[name=plan][value=pro]").await;
+    browser.find(".flash").await;
+    assert_eq!(browser.text("#plan-name").await, "Pro");
 
     // Invite a cashier; as the cashier, the PSPs page is refused and API keys are not offered.
     browser.goto("/dashboard/team").await;

@@ -34,6 +34,16 @@ const ROUTES: &[(&str, &str, Option<Action>)] = &[
     ("GET", "/dashboard/cashier", Some(Action::UseCashier)),
     ("POST", "/dashboard/cashier", Some(Action::UseCashier)),
     ("GET", "/dashboard/charges", Some(Action::ViewCharges)),
+    (
+        "POST",
+        "/dashboard/charges/chg_unknown/evidence",
+        Some(Action::AttachEvidence),
+    ),
+    (
+        "GET",
+        "/dashboard/charges/chg_unknown/evidence/evi_unknown/photo",
+        Some(Action::ViewEvidence),
+    ),
     ("GET", "/dashboard/statement", Some(Action::ViewCharges)),
     ("GET", "/dashboard/statement.csv", Some(Action::ViewCharges)),
     ("GET", "/dashboard/links", Some(Action::ViewPaymentLinks)),
@@ -62,6 +72,8 @@ const ROUTES: &[(&str, &str, Option<Action>)] = &[
     ),
     ("GET", "/dashboard/audit", Some(Action::ViewAudit)),
     ("GET", "/dashboard/adapters", Some(Action::ViewAdapters)),
+    ("GET", "/dashboard/plan", Some(Action::ManagePlan)),
+    ("POST", "/dashboard/plan", Some(Action::ManagePlan)),
 ];
 
 /// The navigation's links and the action that shows each.
@@ -76,6 +88,7 @@ const NAV: &[(&str, Action)] = &[
     ("href=\"/dashboard/team\"", Action::ViewTeam),
     ("href=\"/dashboard/audit\"", Action::ViewAudit),
     ("href=\"/dashboard/adapters\"", Action::ViewAdapters),
+    ("href=\"/dashboard/plan\"", Action::ManagePlan),
 ];
 
 both_backends!(every_route_asks_the_policy);

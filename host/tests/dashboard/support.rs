@@ -199,8 +199,21 @@ impl Visitor {
             .await
     }
 
-    /// Signs up a new merchant with its owner; the visitor is then signed in as the owner.
+    /// Signs up a new merchant with its owner, and moves it to the Enterprise plan on the plan
+    /// page (the dashboard's tests of other areas invite a team, connect several PSPs and use
+    /// the cashier on a phone, which Free does not allow); the visitor is then signed in as the
+    /// owner.
     pub async fn sign_up(gateway: &Gateway, business: &str, email: &str) -> Visitor {
+        let v = Visitor::sign_up_free(gateway, business, email).await;
+        v.get("/dashboard/plan").await.assert_ok();
+        v.post("/dashboard/plan", &[("plan", "enterprise")])
+            .await
+            .assert_redirect("/dashboard/plan");
+        v
+    }
+
+    /// Signs up a new merchant with its owner, on Free as every new merchant starts.
+    pub async fn sign_up_free(gateway: &Gateway, business: &str, email: &str) -> Visitor {
         let v = Visitor::new(gateway);
         v.get("/dashboard/sign-up").await.assert_ok();
         v.post(

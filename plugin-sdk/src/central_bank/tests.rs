@@ -457,3 +457,128 @@ fn a_duplicate_txid_code_is_a_repeated_create_only_when_the_amount_matches() {
     );
     assert_eq!(host.sent().len(), sent_before + 1);
 }
+
+/// `cob_gerada()` without `pixCopiaECola`, as the standard allows.
+fn cob_without_code() -> String {
+    cob_gerada().replace(
+        r#","pixCopiaECola":"00020101021226830014BR.GOV.BCB.PIX6304ABCD""#,
+        "",
+    )
+}
+
+#[test]
+fn a_create_answer_without_its_code_is_read_back() {
+    let host = FakeHost::new();
+    host.reply(200, TOKEN)
+        .reply(201, &cob_without_code())
+        .reply(200, &cob_gerada());
+    let charge = PSP.create(&host, &ctx(), &request()).unwrap();
+    assert_eq!(
+        charge.copy_paste.as_deref(),
+        Some("00020101021226830014BR.GOV.BCB.PIX6304ABCD")
+    );
+    let get = &host.sent()[2];
+    assert_eq!(
+        (get.method, get.url.as_str()),
+        (
+            Method::Get,
+            format!("https://pix-h.psp.example/v2/cob/{TXID}").as_str()
+        )
+    );
+}
+
+#[test]
+fn without_a_code_anywhere_it_is_built_from_the_location() {
+    for read_back in [(200, cob_without_code()), (503, String::new())] {
+        let host = FakeHost::new();
+        host.reply(200, TOKEN)
+            .reply(201, &cob_without_code())
+            .reply(read_back.0, &read_back.1);
+        let charge = PSP.create(&host, &ctx(), &request()).unwrap();
+        let code = charge.copy_paste.unwrap();
+        let expected =
+            crate::brcode::dynamic("pix.example/qr/v2/9d36", "10.50", "RECEBEDOR PIX", "BRASIL");
+        assert_eq!(code, expected, "read back answered {}", read_back.0);
+        assert!(code.starts_with("00020101021226"), "{code}");
+        assert!(code.contains("2522pix.example/qr/v2/9d36"), "{code}");
+        assert!(code.contains("540510.50"), "{code}");
+    }
+    // Only `loc.location`: the location is read from there.
+    let only_loc = cob_without_code().replace(
+        r#""location":"pix.example/qr/v2/9d36","status""#,
+        r#""status""#,
+    );
+    assert!(!only_loc.contains(r#""location":"pix.example/qr/v2/9d36","status""#));
+    let host = FakeHost::new();
+    host.reply(200, TOKEN)
+        .reply(201, &only_loc)
+        .reply(200, &only_loc);
+    let code = PSP
+        .create(&host, &ctx(), &request())
+        .unwrap()
+        .copy_paste
+        .unwrap();
+    assert!(code.contains("2522pix.example/qr/v2/9d36"), "{code}");
+}
+
+#[test]
+fn bb_homologations_texto_imagem_qrcode_is_the_code() {
+    let bb = cob_gerada().replace("pixCopiaECola", "textoImagemQRcode");
+    let host = FakeHost::new();
+    host.reply(200, TOKEN).reply(201, &bb);
+    let charge = PSP.create(&host, &ctx(), &request()).unwrap();
+    assert_eq!(
+        charge.copy_paste.as_deref(),
+        Some("00020101021226830014BR.GOV.BCB.PIX6304ABCD")
+    );
+    assert_eq!(host.sent().len(), 2, "nothing read back");
+}
+
+#[test]
+fn a_single_pix_object_is_a_notification_too() {
+    let one = r#"{"endToEndId":"E1","txid":"T1","valor":"1.00","horario":"2024-05-01T12:00:00Z"}"#;
+    let events = parse_webhook(&webhook(one)).unwrap();
+    assert_eq!(events.len(), 1);
+    assert_eq!(
+        (events[0].reference.as_deref(), events[0].status),
+        (Some("T1"), ChargeStatus::Paid)
+    );
+    // Without a txid it paid nothing of ours; without an endToEndId it is no Pix at all.
+    let no_txid = r#"{"endToEndId":"E1","valor":"1.00","horario":"2024-05-01T12:00:00Z"}"#;
+    assert!(parse_webhook(&webhook(no_txid)).unwrap().is_empty());
+    let bad = r#"{"endToEndId":"E1","txid":"T1","valor":"1,00","horario":"x"}"#;
+    assert_eq!(
+        parse_webhook(&webhook(bad)).unwrap_err().kind(),
+        "invalid-webhook"
+    );
+}
+
+#[test]
+fn a_revision_may_live_under_another_prefix() {
+    const SANTANDER_LIKE: CentralBankPsp = CentralBankPsp {
+        path_prefix: "/api/v1",
+        revise_path_prefix: Some("/api/v2"),
+        ..PSP
+    };
+    let host = FakeHost::new();
+    host.reply(200, TOKEN)
+        .reply(
+            200,
+            &cob_gerada().replace("ATIVA", "REMOVIDA_PELO_USUARIO_RECEBEDOR"),
+        )
+        .reply(200, &cob_gerada());
+    SANTANDER_LIKE.cancel(&host, &ctx(), TXID, None).unwrap();
+    SANTANDER_LIKE.query(&host, &ctx(), TXID, None).unwrap();
+    let sent = host.sent();
+    assert_eq!(
+        (sent[1].method, sent[1].url.as_str()),
+        (
+            Method::Patch,
+            format!("https://pix-h.psp.example/api/v2/cob/{TXID}").as_str()
+        )
+    );
+    assert_eq!(
+        sent[2].url,
+        format!("https://pix-h.psp.example/api/v1/cob/{TXID}")
+    );
+}

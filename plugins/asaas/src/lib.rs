@@ -6,6 +6,11 @@
 //! the document, so the next charge for the same payer goes straight to `POST /v3/payments`.
 //! Notifications are JSON `{id, event, payment}` whose `asaas-access-token` header the host
 //! checks; the adapter reads the payment from them.
+//!
+//! An overdue Pix payment stays payable at Asaas (its QR code lasts 12 months past the due
+//! date), so the charge's expiry is the adapter's to enforce: a query that finds a payment
+//! still payable past the charge's expiry deletes it at Asaas and only then says `expired`.
+//! Facts and their sources in `../README.md`.
 
 use pixgw_plugin_sdk::error::{self, describe_body};
 use pixgw_plugin_sdk::http::percent_encode;
@@ -14,11 +19,14 @@ use pixgw_plugin_sdk::{money, time};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-/// Asaas's facts (PSPS.md).
+/// Asaas's facts (sources in `../README.md`).
 const API: &str = "api";
 const SANDBOX_URL: &str = "https://api-sandbox.asaas.com";
 const PRODUCTION_URL: &str = "https://api.asaas.com";
 const KEY: &str = "api-key";
+/// The environment prefixes of current keys; older keys have neither and still work.
+const SANDBOX_KEYS: &[&str] = &["$aact_hmlg_"];
+const PRODUCTION_KEYS: &[&str] = &["$aact_prod_"];
 const USER_AGENT: &str = "pixgw";
 /// The error code of a payment for a customer Asaas does not know (e.g. deleted since cached).
 const UNKNOWN_CUSTOMER: &str = "invalid_customer";
@@ -26,6 +34,9 @@ const UNKNOWN_CUSTOMER: &str = "invalid_customer";
 const CUSTOMER_TTL: u32 = 90 * 86_400;
 /// How long a create attempt is remembered, so that a retry looks for its payment first.
 const ATTEMPT_TTL: u32 = 14 * 86_400;
+/// How long after its expiry a charge's exact expiry is remembered: the gateway asks about an
+/// unsettled charge for days.
+const EXPIRY_TTL: u32 = 30 * 86_400;
 
 struct Asaas;
 
@@ -36,12 +47,12 @@ impl Adapter for Asaas {
             display_name: "Asaas",
             kind: "invoicing PSP",
             credential_fields: vec![
-                CredentialField::secret(KEY, "API key")
-                    .prefixed("$aact_hmlg_", "$aact_prod_")
-                    .help(
-                        "In Asaas: Integrations > API key. Sandbox keys start with $aact_hmlg_, \
-                         production keys with $aact_prod_.",
-                    ),
+                // No `value-prefix`: keys issued before the environment prefixes have none and
+                // still work; a key of the other environment is refused by `call`.
+                CredentialField::secret(KEY, "API key").help(
+                    "In Asaas: Integrations > API key. Sandbox keys start with $aact_hmlg_, \
+                     production keys with $aact_prod_ (older keys have neither).",
+                ),
             ],
             required_payer_fields: vec![PayerField::Document],
             endpoints: vec![Endpoint::new(API, SANDBOX_URL, PRODUCTION_URL)],
@@ -60,19 +71,7 @@ impl Adapter for Asaas {
         reference: &str,
         psp_id: Option<&str>,
     ) -> Result<Charge, Error> {
-        let payment = match psp_id {
-            Some(id) => get_payment(host, ctx, id)?,
-            None => find_by_reference(host, ctx, reference)?.ok_or_else(|| not_found(reference))?,
-        };
-        let mut charge = charge(&payment).map_err(|e| error::undecodable(Op::Read, 200, e))?;
-        charge.reference = reference.to_owned();
-        if charge.status == ChargeStatus::Pending {
-            // Best effort: the state is what was asked; the code helps a caller that lost it.
-            if let Ok(qr) = qr_code(host, ctx, &payment.id) {
-                (charge.copy_paste, charge.qr_png_base64) = (Some(qr.payload), qr.encoded_image);
-            }
-        }
-        Ok(charge)
+        query_at(host, ctx, reference, psp_id, time::now_unix())
     }
 
     fn parse_webhook(
@@ -142,6 +141,85 @@ impl Adapter for Asaas {
 
 export!(Asaas);
 
+/// The charge's state at `now`; a payment still payable past the charge's expiry is lapsed.
+fn query_at(
+    host: &dyn Host,
+    ctx: &Context,
+    reference: &str,
+    psp_id: Option<&str>,
+    now: i64,
+) -> Result<Charge, Error> {
+    let payment = match psp_id {
+        Some(id) => get_payment(host, ctx, id)?,
+        None => find_by_reference(host, ctx, reference)?.ok_or_else(|| not_found(reference))?,
+    };
+    let expiry = expiry_of(host, reference, &payment);
+    let mut charge = charge(&payment).map_err(|e| error::undecodable(Op::Read, 200, e))?;
+    charge.reference = reference.to_owned();
+    charge.expires_at = expiry.map(time::format_rfc3339);
+    if charge.status != ChargeStatus::Pending {
+        return Ok(charge);
+    }
+    if expiry.is_some_and(|at| at <= now) {
+        return lapse(host, ctx, &payment, charge);
+    }
+    // Best effort: the state is what was asked; the code helps a caller that lost it.
+    if let Ok(qr) = qr_code(host, ctx, &payment.id) {
+        (charge.copy_paste, charge.qr_png_base64) = (Some(qr.payload), qr.encoded_image);
+    }
+    Ok(charge)
+}
+
+/// Deletes at Asaas a payment the charge's expiry has passed, so its QR code (payable for
+/// months after the due date) can no longer be paid, and reports it `expired`. A payment paid
+/// meanwhile cannot be deleted and is reported as it is; a payment that could not be deleted
+/// is an error, so that nobody takes the charge for expired while it can still be paid.
+fn lapse(
+    host: &dyn Host,
+    ctx: &Context,
+    payment: &AsaasPayment,
+    pending: Charge,
+) -> Result<Charge, Error> {
+    let path = format!("/v3/payments/{}", percent_encode(&payment.id));
+    let refused = match call(host, ctx, Op::Change, Method::Delete, &path, None) {
+        Ok(_) => None,
+        // E.g. `invalid_action`: received in the meantime. What Asaas holds now decides.
+        Err(Error::Rejected(e)) => Some(e.message),
+        Err(e) => return Err(e),
+    };
+    let now = get_payment(host, ctx, &payment.id)?;
+    let mut charge = charge(&now).map_err(|e| error::undecodable(Op::Read, 200, e))?;
+    (charge.reference, charge.expires_at) = (pending.reference, pending.expires_at);
+    match charge.status {
+        ChargeStatus::Canceled => charge.status = ChargeStatus::Expired,
+        ChargeStatus::Pending => {
+            return Err(Error::unavailable(format!(
+                "Asaas payment {} is past the charge's expiry but could not be deleted: {}",
+                payment.id,
+                refused.unwrap_or_else(|| "it is still payable".into())
+            )));
+        }
+        _ => {}
+    }
+    Ok(charge)
+}
+
+/// The cache key of a charge's exact expiry (Unix seconds), set when it is created.
+fn expiry_key(reference: &str) -> String {
+    format!("expires:{reference}")
+}
+
+/// When the charge stops being payable: its exact expiry when this adapter created it, else
+/// the end of the payment's due date in São Paulo.
+fn expiry_of(host: &dyn Host, reference: &str, payment: &AsaasPayment) -> Option<i64> {
+    host.cache_get(&expiry_key(reference))
+        .and_then(|at| at.parse().ok())
+        .or_else(|| {
+            let end = time::sao_paulo_end_of_day(payment.due_date.as_deref()?).ok()?;
+            time::parse_rfc3339(&end).ok()
+        })
+}
+
 /// Customer, then `POST /v3/payments`, then `GET …/pixQrCode`; `now` decides the due date.
 fn create_at(
     host: &dyn Host,
@@ -164,7 +242,7 @@ fn create_at(
         find_by_reference(host, ctx, &request.reference)
     });
     if let Some(payment) = once.earlier()? {
-        return with_qr_code(host, ctx, &payment);
+        return with_qr_code(host, ctx, &payment, &request.reference);
     }
     let name = request
         .payer
@@ -172,11 +250,17 @@ fn create_at(
         .as_deref()
         .filter(|n| !n.trim().is_empty());
     let (mut customer, mut cached) = customer_id(host, ctx, document, name)?;
+    let expires_at = now + i64::from(request.expires_in);
+    host.cache_set(
+        &expiry_key(&request.reference),
+        &expires_at.to_string(),
+        request.expires_in.saturating_add(EXPIRY_TTL),
+    );
     let mut body = json!({
         "customer": customer,
         "billingType": "PIX",
         "value": money::json_number(request.amount),
-        "dueDate": time::sao_paulo_date(now + i64::from(request.expires_in)),
+        "dueDate": time::sao_paulo_date(expires_at),
         "externalReference": request.reference,
     });
     if let Some(description) = request.description.as_deref().filter(|d| !d.is_empty()) {
@@ -205,13 +289,19 @@ fn create_at(
             }
         }
     })?;
-    with_qr_code(host, ctx, &payment)
+    with_qr_code(host, ctx, &payment, &request.reference)
 }
 
 /// A created payment as a charge, with its Pix code. Without the code the charge is of no use
 /// yet, but it exists: `ambiguous`, so that the host queries (which fetches the code again).
-fn with_qr_code(host: &dyn Host, ctx: &Context, payment: &AsaasPayment) -> Result<Charge, Error> {
+fn with_qr_code(
+    host: &dyn Host,
+    ctx: &Context,
+    payment: &AsaasPayment,
+    reference: &str,
+) -> Result<Charge, Error> {
     let mut charge = charge(payment).map_err(|e| error::undecodable(Op::Create, 200, e))?;
+    charge.expires_at = expiry_of(host, reference, payment).map(time::format_rfc3339);
     if charge.status != ChargeStatus::Pending {
         return Ok(charge);
     }
@@ -335,8 +425,9 @@ fn call(
     path: &str,
     body: Option<&Value>,
 ) -> Result<Response, Error> {
+    let key = ctx.environment_key(KEY, SANDBOX_KEYS, PRODUCTION_KEYS)?;
     let mut request = Request::new(method, format!("{}{path}", ctx.endpoint(API)?))
-        .header("access_token", ctx.field(KEY)?)
+        .header("access_token", key)
         .header("user-agent", USER_AGENT)
         .header("accept", "application/json");
     if let Some(body) = body {
@@ -384,7 +475,9 @@ fn status(status: &str) -> ChargeStatus {
         | "CHARGEBACK_REQUESTED"
         | "CHARGEBACK_DISPUTE"
         | "AWAITING_CHARGEBACK_REVERSAL" => ChargeStatus::Paid,
-        "OVERDUE" => ChargeStatus::Expired,
+        // Past its due date but still payable by Pix: the charge's expiry is the adapter's to
+        // enforce (`lapse`).
+        "OVERDUE" => ChargeStatus::Pending,
         "REFUNDED" | "DELETED" => ChargeStatus::Canceled,
         "AWAITING_RISK_ANALYSIS" => ChargeStatus::Processing,
         // `PENDING` and anything new: still payable as far as we know.
@@ -422,10 +515,8 @@ fn charge(payment: &AsaasPayment) -> Result<Charge, String> {
         amount,
         copy_paste: None,
         qr_png_base64: None,
-        expires_at: payment
-            .due_date
-            .as_deref()
-            .and_then(|d| time::sao_paulo_end_of_day(d).ok()),
+        // Set by the caller, who knows the charge's exact expiry.
+        expires_at: None,
         payment: payment_info,
     })
 }

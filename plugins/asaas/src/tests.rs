@@ -119,7 +119,12 @@ fn create_finds_or_creates_the_customer_then_a_pix_payment() {
     );
     assert_eq!(charge.copy_paste.as_deref(), Some(CODE));
     assert_eq!(charge.qr_png_base64.as_deref(), Some("iVBORw0KGgo="));
-    assert_eq!(charge.expires_at.as_deref(), Some("2024-05-02T02:59:59Z"));
+    // The charge's own expiry (one hour), remembered for the queries that enforce it.
+    assert_eq!(charge.expires_at.as_deref(), Some("2024-05-01T16:00:00Z"));
+    assert_eq!(
+        host.cached(&format!("expires:{REF}")).map(|(at, _)| at),
+        Some((NOW + 3600).to_string())
+    );
     // The customer is cached under a hash of the document, never the CPF itself.
     let key = customer_key(&host, CPF);
     assert!(!key.contains(CPF));
@@ -254,7 +259,7 @@ fn query_paid_and_pending() {
             json!({"paymentDate": "2024-05-01", "clientPaymentDate": "2024-05-01"}),
         ),
     );
-    let charge = Asaas::query(&host, &ctx(), REF, Some("pay_080225913252")).unwrap();
+    let charge = query_at(&host, &ctx(), REF, Some("pay_080225913252"), NOW).unwrap();
     assert_eq!(charge.status, ChargeStatus::Paid);
     let paid = charge.payment.unwrap();
     assert_eq!(
@@ -265,7 +270,7 @@ fn query_paid_and_pending() {
 
     host.reply(200, &list(&[payment("PENDING", json!({}))]))
         .reply(200, &qr());
-    let charge = Asaas::query(&host, &ctx(), REF, None).unwrap();
+    let charge = query_at(&host, &ctx(), REF, None, NOW).unwrap();
     assert_eq!(
         (charge.status, charge.copy_paste.as_deref()),
         (ChargeStatus::Pending, Some(CODE))
@@ -273,8 +278,134 @@ fn query_paid_and_pending() {
 
     host.reply(200, &list(&[]));
     assert_eq!(
-        Asaas::query(&host, &ctx(), REF, None).unwrap_err().kind(),
+        query_at(&host, &ctx(), REF, None, NOW).unwrap_err().kind(),
         "not-found"
+    );
+}
+
+#[test]
+fn an_older_key_without_an_environment_prefix_is_sent_and_a_production_key_is_not() {
+    let host = FakeHost::new();
+    host.reply(200, &list(&[]));
+    let legacy = "$aact_YTU5YTE0M2M2N2I4MTliNzk0YTI5N2U5MzdjNWZmNDQ6OjAwMDAwMDAwMDAwMDAwMDAwMDA";
+    let ctx = |key: &str| Context {
+        fields: vec![("api-key".into(), key.into())],
+        ..ctx()
+    };
+    Asaas::check_credentials(&host, &ctx(legacy)).unwrap();
+    assert_eq!(host.sent()[0].header_value("access_token"), Some(legacy));
+    assert!(
+        Asaas::manifest().into_wit().credential_fields[0]
+            .value_prefix
+            .is_none(),
+        "the host must not refuse a key for lacking a prefix"
+    );
+
+    let e = Asaas::check_credentials(&host, &ctx("$aact_prod_000key")).unwrap_err();
+    assert_eq!(e.kind(), "bad-credentials");
+    assert!(e.psp_error().unwrap().message.contains("$aact_prod_"));
+    assert_eq!(
+        host.sent().len(),
+        1,
+        "a production key is not sent to the sandbox"
+    );
+}
+
+/// A pending charge created at [`NOW`] for one hour, as the cache remembers it.
+fn created_for_an_hour(host: &FakeHost) {
+    host.cache_set(&format!("expires:{REF}"), &(NOW + 3600).to_string(), 86_400);
+}
+
+#[test]
+fn an_overdue_payment_is_still_payable_until_the_charge_expires() {
+    let host = FakeHost::new();
+    created_for_an_hour(&host);
+    host.reply(200, &payment("OVERDUE", json!({})))
+        .reply(200, &qr());
+    let charge = query_at(&host, &ctx(), REF, Some("pay_080225913252"), NOW + 60).unwrap();
+    assert_eq!(
+        (charge.status, charge.copy_paste.as_deref()),
+        (ChargeStatus::Pending, Some(CODE))
+    );
+    assert_eq!(charge.expires_at.as_deref(), Some("2024-05-01T16:00:00Z"));
+    assert!(!paths(&host).iter().any(|p| p.starts_with("Delete")));
+}
+
+#[test]
+fn past_the_charges_expiry_the_payment_is_deleted_at_asaas_then_expired() {
+    for status in ["PENDING", "OVERDUE"] {
+        let host = FakeHost::new();
+        created_for_an_hour(&host);
+        host.reply(200, &payment(status, json!({})))
+            .reply(200, r#"{"deleted":true,"id":"pay_080225913252"}"#)
+            .reply(200, &payment(status, json!({"deleted": true})));
+        let charge = query_at(&host, &ctx(), REF, Some("pay_080225913252"), NOW + 3601).unwrap();
+        assert_eq!(charge.status, ChargeStatus::Expired, "{status}");
+        assert_eq!(charge.reference, REF);
+        assert_eq!(
+            paths(&host),
+            [
+                "Get /v3/payments/pay_080225913252",
+                "Delete /v3/payments/pay_080225913252",
+                "Get /v3/payments/pay_080225913252",
+            ]
+        );
+    }
+}
+
+#[test]
+fn without_the_exact_expiry_the_due_date_decides() {
+    let host = FakeHost::new();
+    // Noon on the due date: still the charge's day.
+    host.reply(200, &payment("PENDING", json!({})))
+        .reply(200, &qr());
+    let charge = query_at(&host, &ctx(), REF, Some("pay_080225913252"), NOW).unwrap();
+    assert_eq!(charge.status, ChargeStatus::Pending);
+    assert_eq!(charge.expires_at.as_deref(), Some("2024-05-02T02:59:59Z"));
+    // The next day it is overdue: deleted, then expired.
+    host.reply(200, &payment("OVERDUE", json!({})))
+        .reply(200, r#"{"deleted":true,"id":"pay_080225913252"}"#)
+        .reply(200, &payment("OVERDUE", json!({"deleted": true})));
+    let charge = query_at(&host, &ctx(), REF, Some("pay_080225913252"), NOW + 86_400).unwrap();
+    assert_eq!(charge.status, ChargeStatus::Expired);
+}
+
+#[test]
+fn a_payment_received_before_the_delete_is_paid_and_one_asaas_keeps_is_an_error() {
+    let host = FakeHost::new();
+    created_for_an_hour(&host);
+    host.reply(200, &payment("OVERDUE", json!({})))
+        .reply(
+            400,
+            r#"{"errors":[{"code":"invalid_action","description":"Só é possível remover cobranças aguardando pagamento ou vencidas."}]}"#,
+        )
+        .reply(
+            200,
+            &payment("RECEIVED", json!({"paymentDate": "2024-05-02"})),
+        );
+    let charge = query_at(&host, &ctx(), REF, Some("pay_080225913252"), NOW + 7200).unwrap();
+    assert_eq!(charge.status, ChargeStatus::Paid);
+
+    // Asaas unreachable for the delete: no verdict, the charge is not called expired.
+    host.reply(200, &payment("OVERDUE", json!({}))).reply(
+        503,
+        r#"{"errors":[{"code":"internal_error","description":"down"}]}"#,
+    );
+    let e = query_at(&host, &ctx(), REF, Some("pay_080225913252"), NOW + 7200).unwrap_err();
+    assert_eq!(e.kind(), "unavailable");
+
+    // Refused, and still payable: an error too.
+    host.reply(200, &payment("OVERDUE", json!({})))
+        .reply(
+            400,
+            r#"{"errors":[{"code":"invalid_action","description":"Não permitido."}]}"#,
+        )
+        .reply(200, &payment("OVERDUE", json!({})));
+    let e = query_at(&host, &ctx(), REF, Some("pay_080225913252"), NOW + 7200).unwrap_err();
+    assert_eq!(e.kind(), "unavailable");
+    assert!(
+        e.psp_error().unwrap().message.contains("Não permitido."),
+        "{e:?}"
     );
 }
 
@@ -284,7 +415,8 @@ fn statuses() {
         ("PENDING", ChargeStatus::Pending),
         ("RECEIVED", ChargeStatus::Paid),
         ("CONFIRMED", ChargeStatus::Paid),
-        ("OVERDUE", ChargeStatus::Expired),
+        // Overdue is still payable by Pix: not expired (see `lapse`).
+        ("OVERDUE", ChargeStatus::Pending),
         ("REFUNDED", ChargeStatus::Canceled),
         ("DELETED", ChargeStatus::Canceled),
         ("AWAITING_RISK_ANALYSIS", ChargeStatus::Processing),

@@ -3,9 +3,10 @@
 
 use pixgw_plugin_sdk::prelude::*;
 
-/// BB's facts (PSPS.md): token at `oauth.bb.com.br` (endpoint `oauth`), form body with the
+/// BB's facts (sources in `README.md`): token at `oauth.bb.com.br` (endpoint `oauth`), form body with the
 /// grant type and scopes, Basic client auth; paths under `/pix/v2`, each carrying
-/// `gw-dev-app-key`; create answers 201; errors as `{"erros":[{codigo, mensagem}]}`.
+/// `gw-dev-app-key`; create answers 201; errors as `{"erros":[{codigo, mensagem}]}`;
+/// homologation may name the code `textoImagemQRcode` (read by the SDK).
 const BB: CentralBankPsp = CentralBankPsp {
     token_endpoint: "oauth",
     token_path: "/oauth/token",
@@ -14,7 +15,7 @@ const BB: CentralBankPsp = CentralBankPsp {
     scopes: Some(central_bank::SCOPES),
     path_prefix: "/pix/v2",
     query: &[("gw-dev-app-key", Source::Field("app-key"))],
-    // 201 by the standard; 200 accepted as PSPS.md asks of every central-bank PSP.
+    // 201 by the standard; 200 accepted as at every central-bank PSP.
     create_statuses: &[201, 200],
     // A repeated txid is refused with this `codigo` (a choice of the simulator: unverified).
     duplicate_txid_codes: &["txid_duplicado"],

@@ -2,7 +2,7 @@
 
 use pixgw_plugin_sdk::prelude::*;
 
-/// Bradesco's facts (PSPS.md): form token body with the grant type only, Basic client auth;
+/// Bradesco's facts (sources in `README.md`): form token body with the grant type only, Basic client auth;
 /// paths under `/v2`; create answers 200.
 const BRADESCO: CentralBankPsp = CentralBankPsp {
     token_path: "/oauth/token",

@@ -1,9 +1,8 @@
-//! Efí Bank: the central-bank Pix API over mTLS, plus Efí's QR image endpoint.
+//! Efí Bank: the central-bank Pix API over mTLS.
 
 use pixgw_plugin_sdk::prelude::*;
-use serde::Deserialize;
 
-/// Efí's facts (PSPS.md): JSON token body with Basic auth, paths under `/v2`, mTLS everywhere,
+/// Efí's facts (sources in `README.md`): JSON token body with Basic auth, paths under `/v2`, mTLS everywhere,
 /// and a header that lets the webhook URL be served without mTLS.
 const EFI: CentralBankPsp = CentralBankPsp {
     api_endpoint: "api",
@@ -53,9 +52,9 @@ impl Adapter for Efi {
     }
 
     fn create(host: &dyn Host, ctx: &Context, request: &ChargeRequest) -> Result<Charge, Error> {
-        let (mut charge, cob) = EFI.create_detailed(host, ctx, request)?;
-        charge.qr_png_base64 = cob.loc_id().and_then(|id| qr_image(host, ctx, &id));
-        Ok(charge)
+        // Efí's QR image (`GET /v2/loc/{id}/qrcode`) is not fetched: the host draws its own
+        // from the code, and a second call per charge would only add latency.
+        EFI.create(host, ctx, request)
     }
 
     fn query(
@@ -93,29 +92,6 @@ impl Adapter for Efi {
     }
 }
 
-/// `GET /v2/loc/{id}/qrcode` → `{qrcode, imagemQrcode: "data:image/png;base64,…"}`.
-/// Best effort: the charge exists already, and without an image the host renders one.
-fn qr_image(host: &dyn Host, ctx: &Context, loc_id: &str) -> Option<String> {
-    #[derive(Deserialize)]
-    struct QrCode {
-        #[serde(rename = "imagemQrcode")]
-        imagem_qrcode: String,
-    }
-    let response = EFI
-        .call(
-            host,
-            ctx,
-            Op::Read,
-            Method::Get,
-            &format!("/loc/{loc_id}/qrcode"),
-            None,
-        )
-        .ok()?;
-    let qr: QrCode = response.json().ok()?;
-    let (_, base64) = qr.imagem_qrcode.split_once(";base64,")?;
-    Some(base64.to_owned())
-}
-
 export!(Efi);
 
 #[cfg(test)]
@@ -124,7 +100,7 @@ mod tests {
     use pixgw_plugin_sdk::host::fake::FakeHost;
 
     #[test]
-    fn create_adds_efis_qr_image() {
+    fn create_is_one_call_after_the_token_over_mtls() {
         let ctx = Context::new(Environment::Test)
             .with_field("client-id", "id")
             .with_field("client-secret", "secret")
@@ -132,8 +108,7 @@ mod tests {
             .with_endpoint("api", "https://pix-h.api.efipay.com.br");
         let host = FakeHost::new();
         host.reply(200, r#"{"access_token":"t","token_type":"Bearer","expires_in":3600}"#)
-            .reply(201, r#"{"txid":"abcdefghijklmnopqrstuvwxyz1","status":"ATIVA","calendario":{"criacao":"2024-01-01T00:00:00Z","expiracao":60},"loc":{"id":7},"valor":{"original":"1.00"},"pixCopiaECola":"000201"}"#)
-            .reply(200, r#"{"qrcode":"000201","imagemQrcode":"data:image/png;base64,iVBORw0KGgo="}"#);
+            .reply(201, r#"{"txid":"abcdefghijklmnopqrstuvwxyz1","status":"ATIVA","calendario":{"criacao":"2024-01-01T00:00:00Z","expiracao":60},"loc":{"id":7},"valor":{"original":"1.00"},"pixCopiaECola":"000201"}"#);
         let request = ChargeRequest {
             reference: "abcdefghijklmnopqrstuvwxyz1".into(),
             amount: 100,
@@ -146,10 +121,13 @@ mod tests {
             expires_in: 60,
         };
         let charge = Efi::create(&host, &ctx, &request).unwrap();
-        assert_eq!(charge.qr_png_base64.as_deref(), Some("iVBORw0KGgo="));
+        assert_eq!(charge.copy_paste.as_deref(), Some("000201"));
+        assert_eq!(charge.qr_png_base64, None, "the host draws the QR code");
+        let sent = host.sent();
+        assert_eq!(sent.len(), 2, "token and create, no image fetch");
         assert_eq!(
-            host.sent()[2].url,
-            "https://pix-h.api.efipay.com.br/v2/loc/7/qrcode"
+            sent[1].url,
+            "https://pix-h.api.efipay.com.br/v2/cob/abcdefghijklmnopqrstuvwxyz1"
         );
         assert!(host.sent().iter().all(|r| r.mtls));
         assert_eq!(Efi::manifest().into_wit().wit_version, "1.0.0");

@@ -2,16 +2,17 @@
 
 use pixgw_plugin_sdk::prelude::*;
 
-/// Inter's facts (PSPS.md): form token body carrying id, secret, grant type and scopes; paths
-/// under `/pix/v2`; create answers 201; removed charges spelled `REMOVIDO_…`; notifications as
-/// a bare JSON array (read by `central_bank::parse_webhook`).
+/// Inter's facts (sources in `README.md`): form token body carrying id, secret, grant type and
+/// scopes; paths under `/pix/v2`; create answers 201; removed charges spelled `REMOVIDO_…`;
+/// notifications as a bare JSON array or a single Pix object (both read by
+/// `central_bank::parse_webhook`).
 const INTER: CentralBankPsp = CentralBankPsp {
     token_path: "/oauth/v2/token",
     token_body: BodyEncoding::Form,
     client_auth: ClientAuth::Body,
     scopes: Some(central_bank::SCOPES),
     path_prefix: "/pix/v2",
-    // 201 by the standard; 200 accepted as PSPS.md asks of every central-bank PSP.
+    // 201 by the standard; 200 accepted as at every central-bank PSP.
     create_statuses: &[201, 200],
     status_aliases: &[
         (

@@ -1,27 +1,47 @@
-//! Itaú: the central-bank Pix API over mTLS, with a separate token host and Itaú's API key and
-//! correlation headers on every API call.
+//! Itaú: the central-bank Pix API ("Recebimentos Pix", product
+//! `itau-ep9-api-regulatorio-pix-v2-externo`). Production is over mTLS with a token from Itaú's
+//! STS host; the sandbox is hosted by the developer portal, without mTLS, token and API on one
+//! host. Facts and their sources: `README.md`.
 
 use pixgw_plugin_sdk::prelude::*;
 
-/// Itaú's facts (PSPS.md): token at `sts.itau.com.br/api/oauth/token` (endpoint `oauth`), form
-/// body with grant type, id and secret; paths under `/pix_recebimentos/v2`, each carrying
-/// `x-itau-apikey` (the client id) and `x-itau-correlationID`; create answers 201.
-const ITAU: CentralBankPsp = CentralBankPsp {
+/// Production: token at `sts.itau.com.br/api/oauth/token` (endpoint `oauth`), form body with
+/// grant type, id and secret, mTLS; paths under `/regulatorio-pix/v2` on `pix-pj.api.itau.com`,
+/// each carrying `x-itau-apikey` (the client id) and `x-correlationID`.
+const PRODUCTION: CentralBankPsp = CentralBankPsp {
     token_endpoint: "oauth",
     token_path: "/api/oauth/token",
     token_body: BodyEncoding::Form,
     client_auth: ClientAuth::Body,
     scopes: None,
-    path_prefix: "/pix_recebimentos/v2",
+    path_prefix: "/regulatorio-pix/v2",
     headers: &[
         ("x-itau-apikey", Source::Field("client-id")),
-        ("x-itau-correlationID", Source::RequestId),
+        ("x-correlationID", Source::RequestId),
     ],
-    // 201 by the standard; 200 accepted as PSPS.md asks of every central-bank PSP.
+    // 201 by the standard; 200 accepted as at every central-bank PSP.
     create_statuses: &[201, 200],
     mtls: true,
     ..CentralBankPsp::STANDARD
 };
+
+/// The portal's sandbox: the same API under `/itau-ep9-api-regulatorio-pix-v2-externo/v2`, its
+/// token at `/api/oauth/jwt` on the same host, no client certificate.
+const SANDBOX: CentralBankPsp = CentralBankPsp {
+    token_endpoint: "api",
+    token_path: "/api/oauth/jwt",
+    path_prefix: "/itau-ep9-api-regulatorio-pix-v2-externo/v2",
+    mtls: false,
+    ..PRODUCTION
+};
+
+/// The facts of the call's environment.
+fn itau(ctx: &Context) -> &'static CentralBankPsp {
+    match ctx.environment {
+        Environment::Live => &PRODUCTION,
+        Environment::Test => &SANDBOX,
+    }
+}
 
 struct Itau;
 
@@ -38,19 +58,22 @@ impl Adapter for Itau {
                     .help("Shown with the client_id of the same application."),
                 CredentialField::text("pix-key", "Pix key")
                     .help("A Pix key of the Itaú account that receives the payments."),
+                // The portal's sandbox has no certificate; production needs both.
                 CredentialField::client_certificate("certificate", "Certificate (.crt)")
-                    .help("The PEM certificate Itaú issued for the application."),
+                    .help("Production only: the PEM certificate Itaú issued for the application.")
+                    .optional(),
                 CredentialField::client_private_key("private-key", "Private key (.key)")
-                    .help("The PEM private key of that certificate."),
+                    .help("Production only: the PEM private key of that certificate.")
+                    .optional(),
             ],
             required_payer_fields: vec![],
-            // The sandbox hosts are unverified (PSPS.md names only production).
             endpoints: vec![
                 Endpoint::new(
                     "api",
                     "https://sandbox.devportal.itau.com.br",
-                    "https://secure.api.itau",
+                    "https://pix-pj.api.itau.com",
                 ),
+                // The sandbox's token is on the API host; its URL here is never called.
                 Endpoint::new(
                     "oauth",
                     "https://sandbox.devportal.itau.com.br",
@@ -65,7 +88,7 @@ impl Adapter for Itau {
     }
 
     fn create(host: &dyn Host, ctx: &Context, request: &ChargeRequest) -> Result<Charge, Error> {
-        ITAU.create(host, ctx, request)
+        itau(ctx).create(host, ctx, request)
     }
 
     fn query(
@@ -74,7 +97,7 @@ impl Adapter for Itau {
         reference: &str,
         psp_id: Option<&str>,
     ) -> Result<Charge, Error> {
-        ITAU.query(host, ctx, reference, psp_id)
+        itau(ctx).query(host, ctx, reference, psp_id)
     }
 
     fn parse_webhook(
@@ -91,15 +114,15 @@ impl Adapter for Itau {
         reference: &str,
         psp_id: Option<&str>,
     ) -> Result<Charge, Error> {
-        ITAU.cancel(host, ctx, reference, psp_id)
+        itau(ctx).cancel(host, ctx, reference, psp_id)
     }
 
     fn register_webhook(host: &dyn Host, ctx: &Context) -> Result<(), Error> {
-        ITAU.register_webhook(host, ctx)
+        itau(ctx).register_webhook(host, ctx)
     }
 
     fn check_credentials(host: &dyn Host, ctx: &Context) -> Result<(), Error> {
-        ITAU.check_credentials(host, ctx)
+        itau(ctx).check_credentials(host, ctx)
     }
 }
 
@@ -110,17 +133,25 @@ mod tests {
     use super::*;
     use pixgw_plugin_sdk::host::fake::FakeHost;
 
-    #[test]
-    fn token_on_sts_and_itau_headers_on_api_calls() {
-        let ctx = Context::new(Environment::Live)
+    const TXID: &str = "abcdefghijklmnopqrstuvwxyz1";
+    const COB: &str =
+        r#"{"txid":"abcdefghijklmnopqrstuvwxyz1","status":"ATIVA","valor":{"original":"1.00"}}"#;
+
+    fn ctx(environment: Environment, api: &str) -> Context {
+        Context::new(environment)
             .with_field("client-id", "id")
             .with_field("client-secret", "secret")
-            .with_endpoint("api", "https://secure.api.itau")
-            .with_endpoint("oauth", "https://sts.itau.com.br");
+            .with_endpoint("api", api)
+            .with_endpoint("oauth", "https://sts.itau.com.br")
+    }
+
+    #[test]
+    fn production_token_on_sts_over_mtls_and_itau_headers_on_api_calls() {
         let host = FakeHost::new();
-        host.reply(200, r#"{"access_token":"t","expires_in":3600}"#)
-            .reply(200, r#"{"txid":"abcdefghijklmnopqrstuvwxyz1","status":"ATIVA","valor":{"original":"1.00"}}"#);
-        Itau::query(&host, &ctx, "abcdefghijklmnopqrstuvwxyz1", None).unwrap();
+        host.reply(200, r#"{"access_token":"t","expires_in":300}"#)
+            .reply(200, COB);
+        let ctx = ctx(Environment::Live, "https://pix-pj.api.itau.com");
+        Itau::query(&host, &ctx, TXID, None).unwrap();
         let sent = host.sent();
         assert_eq!(sent[0].url, "https://sts.itau.com.br/api/oauth/token");
         assert_eq!(
@@ -129,12 +160,44 @@ mod tests {
         );
         assert_eq!(
             sent[1].url,
-            "https://secure.api.itau/pix_recebimentos/v2/cob/abcdefghijklmnopqrstuvwxyz1"
+            format!("https://pix-pj.api.itau.com/regulatorio-pix/v2/cob/{TXID}")
         );
         assert_eq!(sent[1].header_value("x-itau-apikey"), Some("id"));
+        assert_eq!(sent[1].header_value("x-correlationID"), Some("req-test"));
+        assert_eq!(sent[1].header_value("x-itau-correlationID"), None);
+        assert!(sent.iter().all(|r| r.mtls));
+    }
+
+    #[test]
+    fn sandbox_token_and_api_on_the_portal_without_mtls() {
+        let host = FakeHost::new();
+        host.reply(200, r#"{"access_token":"t","expires_in":300}"#)
+            .reply(200, COB);
+        let ctx = ctx(Environment::Test, "https://sandbox.devportal.itau.com.br");
+        Itau::query(&host, &ctx, TXID, None).unwrap();
+        let sent = host.sent();
         assert_eq!(
-            sent[1].header_value("x-itau-correlationID"),
-            Some("req-test")
+            sent[0].url,
+            "https://sandbox.devportal.itau.com.br/api/oauth/jwt"
+        );
+        assert_eq!(
+            sent[0].body,
+            b"grant_type=client_credentials&client_id=id&client_secret=secret"
+        );
+        assert_eq!(
+            sent[1].url,
+            format!(
+                "https://sandbox.devportal.itau.com.br/itau-ep9-api-regulatorio-pix-v2-externo/v2/cob/{TXID}"
+            )
+        );
+        assert!(sent.iter().all(|r| !r.mtls));
+        let manifest = Itau::manifest();
+        assert!(
+            manifest
+                .credential_fields
+                .iter()
+                .filter(|f| f.name == "certificate" || f.name == "private-key")
+                .all(|f| !f.required)
         );
     }
 }

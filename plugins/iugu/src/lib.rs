@@ -2,8 +2,10 @@
 //!
 //! HTTP Basic with the API token as user and a blank password; JSON requests; the copy-paste
 //! code in `pix.qrcode_text`. Notifications are iugu's `invoice.status_changed` trigger, a
-//! form-encoded POST the host authenticates by its `x-pixgw-token` header; the adapter reads
-//! the invoice id from it and asks iugu for the invoice before saying anything.
+//! form-encoded POST to the URL the merchant registers. A trigger is only an event and a URL
+//! (no custom headers), so the host's token rides in that URL's query; the adapter reads the
+//! invoice id from the form and asks iugu for the invoice before saying anything. Facts and
+//! their sources in `../README.md`.
 
 use pixgw_plugin_sdk::error::{self, describe_body};
 use pixgw_plugin_sdk::http::percent_encode;
@@ -12,7 +14,8 @@ use pixgw_plugin_sdk::time;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-/// iugu's facts (PSPS.md): one host for both environments, the token decides.
+/// iugu's facts (sources in `../README.md`): one host for both environments, the token
+/// decides.
 const API: &str = "api";
 const BASE_URL: &str = "https://api.iugu.com";
 const TOKEN: &str = "api-token";
@@ -46,7 +49,8 @@ impl Adapter for Iugu {
             ],
             required_payer_fields: vec![],
             endpoints: vec![Endpoint::new(API, BASE_URL, BASE_URL)],
-            webhook_auth: WebhookAuth::HeaderToken("x-pixgw-token".into()),
+            // A trigger is an event and a URL, nothing else: the token must be in the URL.
+            webhook_auth: WebhookAuth::UrlToken,
             capabilities: Capabilities::CANCEL_CHARGE | Capabilities::CHECK_CREDENTIALS,
         }
     }

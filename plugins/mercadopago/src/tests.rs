@@ -65,7 +65,7 @@ fn create_posts_a_pix_payment_keyed_by_the_reference() {
             "payer": {"email": "ana@example.com", "first_name": "Ana", "last_name": "Maria Souza",
                       "identification": {"type": "CPF", "number": "12345678909"}},
             "external_reference": REFERENCE,
-            "notification_url": "https://gw.example/api/wh/cred-1",
+            "notification_url": "https://gw.example/api/wh/cred-1?source_news=webhooks",
             "date_of_expiration": null,
         })
     );
@@ -84,6 +84,31 @@ fn create_posts_a_pix_payment_keyed_by_the_reference() {
     assert_eq!(charge.copy_paste.as_deref(), Some("00020101021226"));
     assert_eq!(charge.qr_png_base64.as_deref(), Some("iVBORw0KGgo="));
     assert_eq!(charge.expires_at.as_deref(), Some("2099-01-01T14:00:00Z"));
+}
+
+#[test]
+fn a_retried_create_sends_the_same_body_under_the_same_key() {
+    let host = FakeHost::new();
+    host.fail(pixgw_plugin_sdk::http::HttpError::NoAnswer("reset".into()))
+        .reply(
+            201,
+            &payment("pending", "pending_waiting_transfer").to_string(),
+        );
+    let request = request(Some("ana@example.com"));
+    let now = 1_714_575_600;
+    let lost = create_at(&host, &ctx(), &request, now).unwrap_err();
+    assert_eq!(lost.kind(), "ambiguous");
+    // Seconds later: the same body, so Mercado Pago can answer the first payment.
+    create_at(&host, &ctx(), &request, now + 5).unwrap();
+    let sent = host.sent();
+    assert_eq!(sent[0].body, sent[1].body);
+    assert_eq!(
+        sent[0].header_value("x-idempotency-key"),
+        sent[1].header_value("x-idempotency-key")
+    );
+    let remembered = host.cached(&format!("expiration:{REFERENCE}")).unwrap();
+    let body: Value = serde_json::from_slice(&sent[1].body).unwrap();
+    assert_eq!(body["date_of_expiration"], remembered.0.as_str());
 }
 
 #[test]
@@ -273,22 +298,42 @@ fn a_bad_signature_is_refused_before_any_query() {
     let forged = notification(&host, "another-secret", Some("req-uuid"));
     let e = MercadoPago::parse_webhook(&host, &with_secret, &forged).unwrap_err();
     assert_eq!(e.kind(), "invalid-webhook");
-    let mut unsigned = notification(&host, SECRET, Some("req-uuid"));
-    unsigned.headers.clear();
-    let e = MercadoPago::parse_webhook(&host, &with_secret, &unsigned).unwrap_err();
+    let mut half = notification(&host, SECRET, Some("req-uuid"));
+    half.headers.retain(|(n, _)| n == "x-signature");
+    half.headers[0].1 = "ts=1742505638683".into();
+    let e = MercadoPago::parse_webhook(&host, &with_secret, &half).unwrap_err();
     assert_eq!(e.kind(), "invalid-webhook");
     assert!(host.sent().is_empty());
+}
 
-    // Without a secret the notification is taken as a hint and the payment queried.
-    host.reply(
-        200,
-        &payment("pending", "pending_waiting_transfer").to_string(),
-    );
+#[test]
+fn an_unsigned_notification_is_confirmed_by_query_even_with_a_secret() {
+    // A payment's own notification_url gets notifications without x-signature: with or
+    // without a secret, the payment is read from Mercado Pago and that is the event.
+    let host = FakeHost::new();
+    let mut unsigned = notification(&host, SECRET, Some("req-uuid"));
+    unsigned.headers.retain(|(n, _)| n != "x-signature");
+    for ctx in [ctx().with_field("webhook-secret", SECRET), ctx()] {
+        host.reply(200, &payment("approved", "accredited").to_string());
+        let events = MercadoPago::parse_webhook(&host, &ctx, &unsigned).unwrap();
+        assert_eq!(events.len(), 1);
+        assert_eq!(events[0].status, ChargeStatus::Paid);
+    }
+    assert_eq!(host.sent().len(), 2);
+
+    // The older IPN format names the payment as `topic=payment&id=…`.
+    host.reply(200, &payment("approved", "accredited").to_string());
+    let ipn = WebhookRequest {
+        query: "source_news=ipn&topic=payment&id=1325000123".into(),
+        body: Vec::new(),
+        headers: Vec::new(),
+        ..unsigned.clone()
+    };
+    let events = MercadoPago::parse_webhook(&host, &ctx(), &ipn).unwrap();
+    assert_eq!(events[0].psp_id.as_deref(), Some("1325000123"));
     assert_eq!(
-        MercadoPago::parse_webhook(&host, &ctx(), &unsigned)
-            .unwrap()
-            .len(),
-        1
+        host.sent()[2].url,
+        "https://api.mp.test/v1/payments/1325000123"
     );
     let other = WebhookRequest {
         query: "id=9&topic=merchant_order".into(),

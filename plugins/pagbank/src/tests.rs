@@ -67,7 +67,12 @@ fn create_posts_an_order_with_a_qr_code() {
     let sent = &host.sent()[0];
     assert_eq!(sent.url, format!("{API}/orders"));
     assert_eq!(sent.header_value("authorization"), Some("Bearer tok"));
-    assert_eq!(sent.header_value("x-idempotency-key"), Some(REFERENCE));
+    // Not in PagBank's public API: nothing pretends to be idempotent.
+    assert_eq!(sent.header_value("x-idempotency-key"), None);
+    assert_eq!(
+        host.cached(&format!("order:{REFERENCE}")).map(|(id, _)| id),
+        Some("ORDE_1".into())
+    );
     let body: Value = serde_json::from_slice(&sent.body).unwrap();
     assert_eq!(body["reference_id"], REFERENCE);
     assert_eq!(
@@ -169,22 +174,48 @@ fn query_reads_the_paid_charge() {
 }
 
 #[test]
-fn query_by_reference_lists_orders() {
+fn only_an_order_whose_id_the_adapter_saw_is_found_by_reference() {
     let host = FakeHost::new();
-    let expired = order("2020-01-01T00:00:00-03:00", Value::Null);
-    host.reply(200, &format!(r#"{{"orders":[{expired}]}}"#))
-        .reply(200, r#"{"orders":[]}"#);
-    let charge = PagBank::query(&host, &ctx(), REFERENCE, None).unwrap();
-    assert_eq!(
-        host.sent()[0].url,
-        format!("{API}/orders?reference_id={REFERENCE}")
+    // Nothing known for the reference: not-found, without asking PagBank (it cannot tell).
+    let missing = PagBank::query(&host, &ctx(), REFERENCE, None).unwrap_err();
+    assert_eq!(missing.kind(), "not-found");
+    assert!(
+        missing.psp_error().unwrap().message.contains("by id only"),
+        "{missing:?}"
     );
+    assert!(host.sent().is_empty());
+
+    // Once a create was answered, the reference leads to the order.
+    host.reply(201, &order("2099-01-01T00:00:00-03:00", Value::Null))
+        .reply(200, &order("2020-01-01T00:00:00-03:00", Value::Null));
+    PagBank::create(&host, &ctx(), &request(Some("12345678909"))).unwrap();
+    let charge = PagBank::query(&host, &ctx(), REFERENCE, None).unwrap();
+    assert_eq!(host.sent()[1].url, format!("{API}/orders/ORDE_1"));
     assert_eq!(
         (charge.psp_id.as_str(), charge.status),
         ("ORDE_1", ChargeStatus::Expired)
     );
-    let missing = PagBank::query(&host, &ctx(), REFERENCE, None).unwrap_err();
-    assert_eq!(missing.kind(), "not-found");
+}
+
+#[test]
+fn a_retried_create_carries_on_with_the_order_it_saw_and_a_lost_one_makes_another() {
+    let host = FakeHost::new();
+    host.reply(201, &order("2099-01-01T00:00:00-03:00", Value::Null))
+        .reply(200, &order("2099-01-01T00:00:00-03:00", Value::Null));
+    let first = PagBank::create(&host, &ctx(), &request(Some("12345678909"))).unwrap();
+    let again = PagBank::create(&host, &ctx(), &request(Some("12345678909"))).unwrap();
+    assert_eq!(first.psp_id, again.psp_id);
+    assert_eq!(host.sent()[1].method, Method::Get);
+
+    // A lost answer leaves nothing to find: the retry creates (the first order, whose code
+    // nobody saw, lapses at its expiration date).
+    let host = FakeHost::new();
+    host.fail(pixgw_plugin_sdk::http::HttpError::NoAnswer("reset".into()))
+        .reply(201, &order("2099-01-01T00:00:00-03:00", Value::Null));
+    let lost = PagBank::create(&host, &ctx(), &request(Some("12345678909"))).unwrap_err();
+    assert_eq!(lost.kind(), "ambiguous");
+    PagBank::create(&host, &ctx(), &request(Some("12345678909"))).unwrap();
+    assert!(host.sent().iter().all(|r| r.method == Method::Post));
 }
 
 fn notification(body: &str, token: Option<String>) -> WebhookRequest {

@@ -2,9 +2,9 @@
 
 use pixgw_plugin_sdk::prelude::*;
 
-/// Santander's facts (PSPS.md): token at `/oauth/token?grant_type=client_credentials` with id
-/// and secret in a form body; paths under `/api/v1`; create by `PUT` only (the SDK never
-/// posts) and answered with 200.
+/// Santander's facts (sources in `README.md`): token at `/oauth/token?grant_type=client_credentials`
+/// with id and secret in a form body; paths under `/api/v1`, but a charge is revised (canceled)
+/// with `PATCH /api/v2/cob/{txid}`; create by `PUT` only (the SDK never posts), answered 200.
 const SANTANDER: CentralBankPsp = CentralBankPsp {
     token_path: "/oauth/token",
     token_query: &[("grant_type", "client_credentials")],
@@ -13,6 +13,7 @@ const SANTANDER: CentralBankPsp = CentralBankPsp {
     client_auth: ClientAuth::Body,
     scopes: None,
     path_prefix: "/api/v1",
+    revise_path_prefix: Some("/api/v2"),
     // Santander answers 200; 201 (the standard) accepted too.
     create_statuses: &[200, 201],
     mtls: true,
@@ -118,6 +119,27 @@ mod tests {
         assert_eq!(
             sent[1].url,
             "https://trust-pix-h.santander.com.br/api/v1/cob/abcdefghijklmnopqrstuvwxyz1"
+        );
+    }
+
+    #[test]
+    fn a_charge_is_canceled_under_api_v2() {
+        let ctx = Context::new(Environment::Live)
+            .with_field("client-id", "id")
+            .with_field("client-secret", "secret")
+            .with_endpoint("api", "https://trust-pix.santander.com.br");
+        let host = FakeHost::new();
+        host.reply(200, r#"{"access_token":"t","expires_in":3600}"#)
+            .reply(200, r#"{"txid":"abcdefghijklmnopqrstuvwxyz1","status":"REMOVIDA_PELO_USUARIO_RECEBEDOR","valor":{"original":"1.00"}}"#);
+        let charge = Santander::cancel(&host, &ctx, "abcdefghijklmnopqrstuvwxyz1", None).unwrap();
+        assert_eq!(charge.status, ChargeStatus::Canceled);
+        let patch = &host.sent()[1];
+        assert_eq!(
+            (patch.method, patch.url.as_str()),
+            (
+                Method::Patch,
+                "https://trust-pix.santander.com.br/api/v2/cob/abcdefghijklmnopqrstuvwxyz1"
+            )
         );
     }
 }

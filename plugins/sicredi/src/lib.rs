@@ -2,7 +2,7 @@
 
 use pixgw_plugin_sdk::prelude::*;
 
-/// Sicredi's facts (PSPS.md): form token body with the grant type and scopes, Basic client
+/// Sicredi's facts (sources in `README.md`): form token body with the grant type and scopes, Basic client
 /// auth; paths under `/api/v2`; create answers 200.
 const SICREDI: CentralBankPsp = CentralBankPsp {
     token_path: "/oauth/token",

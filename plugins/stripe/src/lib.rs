@@ -15,6 +15,10 @@ const MAX_EXPIRY: u32 = 1_209_600;
 const SIGNATURE_TOLERANCE: i64 = 300;
 /// `last_payment_error.code` of a Pix code that lapsed unpaid.
 const ATTEMPT_EXPIRED: &str = "payment_intent_payment_attempt_expired";
+/// Secret (`sk_`) and restricted (`rk_`) keys, per environment: the host cannot check two
+/// prefixes per environment, so the adapter refuses the other environment's before sending.
+const TEST_KEYS: &[&str] = &["sk_test_", "rk_test_"];
+const LIVE_KEYS: &[&str] = &["sk_live_", "rk_live_"];
 /// Events that say something about a PaymentIntent's Pix payment.
 const EVENTS: &[&str] = &[
     "payment_intent.succeeded",
@@ -129,9 +133,9 @@ impl Adapter for Stripe {
             display_name: "Stripe",
             kind: "international payment processor",
             credential_fields: vec![
+                // No `value-prefix`: a restricted key (rk_…) is as good as a secret key (sk_…).
                 CredentialField::secret("secret-key", "Secret key")
-                    .help("Dashboard > Developers > API keys: the secret key (sk_test_… in test mode, sk_live_… live).")
-                    .prefixed("sk_test_", "sk_live_"),
+                    .help("Dashboard > Developers > API keys: the secret key (sk_test_… in test mode, sk_live_… live), or a restricted key (rk_test_…, rk_live_…) allowed to write PaymentIntents."),
                 CredentialField::secret("webhook-secret", "Webhook signing secret")
                     .help("Dashboard > Developers > Webhooks > your endpoint (this credential's webhook URL) > Signing secret (whsec_…). Without it notifications are not verified, only confirmed by a query.")
                     .optional(),
@@ -275,7 +279,7 @@ fn base(ctx: &Context) -> Result<String, Error> {
 /// Sends with the secret key.
 fn send(host: &dyn Host, ctx: &Context, op: Op, request: Request) -> Result<Response, Error> {
     request
-        .bearer(ctx.field("secret-key")?)
+        .bearer(ctx.environment_key("secret-key", TEST_KEYS, LIVE_KEYS)?)
         .call(host, op, describe)
 }
 

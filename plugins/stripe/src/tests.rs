@@ -324,14 +324,36 @@ fn events_carry_the_reference_and_the_intents_state() {
 }
 
 #[test]
-fn manifest_checks_the_key_prefix() {
+fn restricted_keys_are_accepted_and_keys_of_the_other_environment_refused() {
     let manifest = Stripe::manifest().into_wit();
     let key = &manifest.credential_fields[0];
     assert_eq!(key.name, "secret-key");
-    let prefix = key.value_prefix.as_ref().unwrap();
-    assert_eq!(
-        (prefix.test.as_str(), prefix.live.as_str()),
-        ("sk_test_", "sk_live_")
-    );
+    // The host would refuse rk_ keys with a single sk_ prefix: the adapter checks instead.
+    assert!(key.value_prefix.is_none());
     assert!(!manifest.credential_fields[1].required);
+
+    for key in ["rk_test_51abc", "sk_test_51abc"] {
+        let host = FakeHost::new();
+        host.reply(200, r#"{"object":"list","data":[],"has_more":false}"#);
+        let ctx = Context {
+            fields: vec![("secret-key".into(), key.into())],
+            ..ctx()
+        };
+        Stripe::check_credentials(&host, &ctx).unwrap();
+        assert_eq!(
+            host.sent()[0].header_value("authorization"),
+            Some(format!("Bearer {key}").as_str())
+        );
+    }
+    let host = FakeHost::new();
+    let live_key = Context {
+        fields: vec![("secret-key".into(), "rk_live_51abc".into())],
+        ..ctx()
+    };
+    let e = Stripe::check_credentials(&host, &live_key).unwrap_err();
+    assert_eq!(e.kind(), "bad-credentials");
+    assert!(
+        host.sent().is_empty(),
+        "nothing is sent with a live key in test"
+    );
 }

@@ -7,7 +7,16 @@
 //! here once.
 //!
 //! Each PSP runs two [`Host`]s, homologation and production, apart as at the real PSPs: own
-//! listeners, account, tokens, charges and webhooks (see [`Side`]).
+//! listeners, account, tokens, charges and webhooks (see [`Side`]). A homologation that is
+//! another kind of host (Itaú's portal sandbox: other paths, no mTLS) is stated by
+//! [`Sandbox`].
+//!
+//! Account flags (`POST /_sim/config {"flags":{…}}`) give the variants real PSPs answer:
+//! `pix_key_inactive`; `create_without_pix_copia_e_cola` (the create answer leaves the code
+//! out, a later `GET` has it) and `without_pix_copia_e_cola` (no answer has it, only the
+//! location: `pixCopiaECola` is optional in the standard); `texto_imagem_qrcode` (the code is
+//! named `textoImagemQRcode`, as BB's homologation does); `single_object_notifications` (each
+//! Pix is notified as a bare object, as Inter may).
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -18,7 +27,7 @@ use axum::body::Bytes;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post, put};
+use axum::routing::{get, patch, post, put};
 use base64::Engine;
 use parking_lot::Mutex;
 use serde_json::{Map, Value, json};
@@ -85,6 +94,18 @@ pub enum KeyValue {
     AppKey,
 }
 
+/// A homologation unlike production (Itaú's sandbox, hosted by its developer portal).
+#[derive(Clone, Copy, Debug)]
+pub struct Sandbox {
+    pub api_prefix: &'static str,
+    /// The token route, on the API's own listener.
+    pub token_path: &'static str,
+    /// Whether the listener asks for a client certificate (and binds tokens to it).
+    pub mtls: bool,
+    /// Whether `Params::api_key` is checked.
+    pub api_key: bool,
+}
+
 /// The body of a `/pix` notification.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum WebhookShape {
@@ -101,6 +122,12 @@ pub struct Params {
     pub ispb: &'static str,
     /// Prefix of the API paths, version included: `/v2` (Efí), `/pix/v2`, `/api/v1`...
     pub api_prefix: &'static str,
+    /// Prefix of `PATCH /cob/{txid}` when it differs from `api_prefix` (Santander revises under
+    /// `/api/v2`); the revision under `api_prefix` then does not exist (404).
+    pub revise_prefix: Option<&'static str>,
+    /// How homologation differs from production, when it is another kind of host; `None` when
+    /// both environments speak alike.
+    pub sandbox: Option<Sandbox>,
     /// The token route's listener: `None` on the API's own, `Some(name)` on a separate one
     /// (BB's and Itaú's token hosts), published under that endpoint name.
     pub token_listener: Option<&'static str>,
@@ -499,6 +526,63 @@ impl Host {
         (self.params.error_body)(&err)
     }
 
+    /// This environment's sandbox differences, if it is such a sandbox.
+    fn sandbox(&self) -> Option<Sandbox> {
+        self.params
+            .sandbox
+            .filter(|_| self.side == Side::Homologation)
+    }
+
+    fn api_prefix(&self) -> &'static str {
+        self.sandbox()
+            .map_or(self.params.api_prefix, |s| s.api_prefix)
+    }
+
+    fn token_path(&self) -> &'static str {
+        self.sandbox()
+            .map_or(self.params.token_path, |s| s.token_path)
+    }
+
+    /// `None`: the token route is on the API's listener.
+    fn token_listener(&self) -> Option<&'static str> {
+        match self.sandbox() {
+            Some(_) => None,
+            None => self.params.token_listener,
+        }
+    }
+
+    /// Whether this environment's listeners demand the client certificate.
+    fn mtls(&self) -> bool {
+        self.sandbox().is_none_or(|s| s.mtls)
+    }
+
+    fn api_key(&self) -> Option<ApiKey> {
+        match self.sandbox() {
+            Some(s) if !s.api_key => None,
+            _ => self.params.api_key,
+        }
+    }
+
+    /// A charge as this account answers it: the code left out or renamed by account flags.
+    fn cob_json(&self, cob: &Cob, created: bool) -> Value {
+        let mut json = cob.to_json(self.params);
+        let Value::Object(map) = &mut json else {
+            return json;
+        };
+        let without = self.common.flag("without_pix_copia_e_cola")
+            || (created && self.common.flag("create_without_pix_copia_e_cola"));
+        let code = map.remove("pixCopiaECola");
+        if !without && let Some(code) = code {
+            let name = if self.common.flag("texto_imagem_qrcode") {
+                "textoImagemQRcode"
+            } else {
+                "pixCopiaECola"
+            };
+            map.insert(name.to_string(), code);
+        }
+        json
+    }
+
     /// Checks the bearer token and that it belongs to the client whose certificate is on the
     /// connection.
     fn authorize(&self, headers: &HeaderMap, peer: &PeerCert) -> Result<(), ApiError> {
@@ -520,7 +604,7 @@ impl Host {
             store.tokens.remove(bearer.trim());
             return Err(ApiError::unauthorized("Token de acesso expirado"));
         }
-        if peer.common_name.as_deref() != Some(token.client_id.as_str()) {
+        if self.mtls() && peer.common_name.as_deref() != Some(token.client_id.as_str()) {
             return Err(ApiError::new(
                 StatusCode::FORBIDDEN,
                 "acesso_negado",
@@ -937,7 +1021,7 @@ async fn token(
             p.invalid_client_message,
         );
     }
-    if peer.common_name.as_deref() != Some(cb.account.client_id.as_str()) {
+    if cb.mtls() && peer.common_name.as_deref() != Some(cb.account.client_id.as_str()) {
         return oauth_err(
             StatusCode::UNAUTHORIZED,
             "invalid_client",
@@ -1050,7 +1134,7 @@ async fn create_cob(
             pix: Vec::new(),
             expired: false,
         };
-        let json = cob.to_json(cb.params);
+        let json = cb.cob_json(&cob, true);
         store.cobs.push(cob);
         Ok(json)
     })();
@@ -1079,7 +1163,7 @@ async fn get_cob(
     }
     let store = cb.store.lock();
     match store.cobs.iter().find(|c| c.txid == txid) {
-        Some(cob) => axum::Json(cob.to_json(cb.params)).into_response(),
+        Some(cob) => axum::Json(cb.cob_json(cob, false)).into_response(),
         None => cb.fail(ApiError::cob_not_found()),
     }
 }
@@ -1124,7 +1208,7 @@ async fn patch_cob(
         }
         cob.status = CobStatus::RemovidaPeloUsuarioRecebedor;
         cob.revisao += 1;
-        Ok(cob.to_json(cb.params))
+        Ok(cb.cob_json(cob, false))
     })();
     match result {
         Ok(json) => axum::Json(json).into_response(),
@@ -1328,7 +1412,7 @@ async fn require_api_key(
     req: axum::extract::Request,
     next: axum::middleware::Next,
 ) -> Response {
-    let Some(key) = cb.params.api_key else {
+    let Some(key) = cb.api_key() else {
         return next.run(req).await;
     };
     let (name, presented) = match key.carrier {
@@ -1387,6 +1471,8 @@ impl Host {
             (f.pix_key.to_string(), a.pix_key.clone()),
         ]);
         match f.certificate {
+            // A sandbox without mTLS issues no certificate.
+            _ if !self.mtls() => {}
             CertificateFields::Combined(name) => {
                 fields.insert(name.to_string(), a.identity.combined_pem());
             }
@@ -1406,16 +1492,21 @@ impl Host {
 
     fn endpoints(self: Arc<Self>) -> Vec<EndpointSpec> {
         let p = self.params;
-        let api = |path: &str| format!("{}{}", p.api_prefix, path);
-        let mut cob = Router::new()
-            .route(
-                &api("/cob/{txid}"),
-                put(put_cob).get(get_cob).patch(patch_cob),
-            )
-            .route(
-                &api("/webhook/{chave}"),
-                put(put_webhook).get(get_webhook).delete(delete_webhook),
-            );
+        let prefix = self.api_prefix();
+        let api = |path: &str| format!("{prefix}{path}");
+        let cob_route = match p.revise_prefix {
+            None => put(put_cob).get(get_cob).patch(patch_cob),
+            // The revision lives elsewhere: here it is an unknown route, in the PSP's words.
+            Some(_) => put(put_cob).get(get_cob).fallback(not_found),
+        };
+        let mut cob = Router::new().route(&api("/cob/{txid}"), cob_route);
+        if let Some(revise) = p.revise_prefix {
+            cob = cob.route(&format!("{revise}/cob/{{txid}}"), patch(patch_cob));
+        }
+        cob = cob.route(
+            &api("/webhook/{chave}"),
+            put(put_webhook).get(get_webhook).delete(delete_webhook),
+        );
         if p.post_cob {
             cob = cob.route(&api("/cob"), post(post_cob));
         }
@@ -1423,21 +1514,22 @@ impl Host {
             cob = cob.route(&api("/loc/{id}/qrcode"), get(loc_qrcode));
         }
         // Checked on the PSP's routes only, before the token, as an API gateway does.
-        if p.api_key.is_some() {
+        if self.api_key().is_some() {
             cob = cob.route_layer(axum::middleware::from_fn_with_state(
                 self.clone(),
                 require_api_key,
             ));
         }
-        let token_route = Router::new().route(p.token_path, post(token));
+        let token_route = Router::new().route(self.token_path(), post(token));
         let mut specs = Vec::new();
-        let api_router = match p.token_listener {
+        let mtls = self.mtls();
+        let api_router = match self.token_listener() {
             None => cob.merge(token_route),
             Some(name) => {
                 specs.push(EndpointSpec {
                     name,
                     router: token_route.fallback(not_found).with_state(self.clone()),
-                    mtls: true,
+                    mtls,
                     live: self.side == Side::Production,
                 });
                 cob
@@ -1449,7 +1541,7 @@ impl Host {
                 name: "api",
                 live: self.side == Side::Production,
                 router: api_router.fallback(not_found).with_state(self),
-                mtls: true,
+                mtls,
             },
         );
         specs
@@ -1511,6 +1603,7 @@ impl Host {
         let chave = cob.chave.clone();
         // Efí and the standard append "/pix" to the registered URL as a plain string, even when
         // the URL has a query string.
+        let single = self.common.flag("single_object_notifications");
         let notifications = store
             .webhooks
             .get(&chave)
@@ -1518,6 +1611,7 @@ impl Host {
                 url: format!("{}/pix", w.url),
                 headers: Vec::new(),
                 body: match self.params.webhook_shape {
+                    _ if single => pix.clone(),
                     WebhookShape::Object => json!({ "pix": [pix] }),
                     WebhookShape::BareArray => json!([pix]),
                 },

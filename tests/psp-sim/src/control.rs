@@ -153,6 +153,7 @@ async fn set_faults(State(shared): Ctl, body: axum::body::Bytes) -> Result<Json<
         f.merge(patch);
         f.clone()
     };
+    p.common.hold_changed.notify_waiters();
     p.apply_listening()
         .await
         .map_err(|e| ControlError::Internal(format!("listener: {e:#}")))?;
@@ -162,6 +163,7 @@ async fn set_faults(State(shared): Ctl, body: axum::body::Bytes) -> Result<Json<
 async fn clear_faults(State(shared): Ctl, Query(q): Query<ProviderQuery>) -> Result<Json<Value>> {
     let p = provider(&shared, &q.provider)?;
     *p.common.faults.lock() = Default::default();
+    p.common.hold_changed.notify_waiters();
     p.apply_listening()
         .await
         .map_err(|e| ControlError::Internal(format!("listener: {e:#}")))?;

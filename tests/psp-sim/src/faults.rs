@@ -28,6 +28,18 @@ fn default_fail_status() -> u16 {
     503
 }
 
+/// Requests held unanswered until the hold is released (`{"release_held": true}`, `DELETE`
+/// or reset): a PSP answering as slowly as a test needs, with no timing in the test.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct Hold {
+    /// Only requests whose path contains this string are held (all requests when absent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path_contains: Option<String>,
+    /// Only requests with this method are held, e.g. `GET` to hold queries.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub method: Option<String>,
+}
+
 /// The fault set of one provider.
 #[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
 pub struct Faults {
@@ -37,6 +49,8 @@ pub struct Faults {
     pub refuse_connections: bool,
     pub duplicate_webhooks: bool,
     pub skip_webhooks: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hold: Option<Hold>,
 }
 
 /// Body of `POST /_sim/faults`: every field is optional and merges into the current set.
@@ -50,6 +64,9 @@ pub struct FaultsPatch {
     pub refuse_connections: Option<bool>,
     pub duplicate_webhooks: Option<bool>,
     pub skip_webhooks: Option<bool>,
+    pub hold: Option<Hold>,
+    /// `true` lets every held request go on and ends the hold.
+    pub release_held: Option<bool>,
 }
 
 impl Faults {
@@ -72,6 +89,22 @@ impl Faults {
         if let Some(v) = patch.skip_webhooks {
             self.skip_webhooks = v;
         }
+        if let Some(v) = patch.hold {
+            self.hold = Some(v);
+        }
+        if patch.release_held == Some(true) {
+            self.hold = None;
+        }
+    }
+
+    /// Whether a `method` request on `path` is held now.
+    pub fn holds(&self, method: &str, path: &str) -> bool {
+        self.hold.as_ref().is_some_and(|h| {
+            h.path_contains.as_deref().is_none_or(|p| path.contains(p))
+                && h.method
+                    .as_deref()
+                    .is_none_or(|m| m.eq_ignore_ascii_case(method))
+        })
     }
 
     /// Consumes one forced failure if the next `method` request on `path` should fail.
@@ -130,5 +163,28 @@ mod tests {
         assert!(faults.take_failure("get", "/v2/cob/x").is_some());
         assert!(faults.take_failure("GET", "/v2/cob/x").is_none());
         assert_eq!(faults.fail_next, None);
+    }
+
+    #[test]
+    fn a_hold_filters_by_method_and_path_until_released() {
+        let mut faults = Faults::default();
+        let patch = |hold, release_held| FaultsPatch {
+            provider: "efi".into(),
+            hold,
+            release_held,
+            ..Default::default()
+        };
+        faults.merge(patch(
+            Some(Hold {
+                path_contains: Some("/cob/".into()),
+                method: Some("GET".into()),
+            }),
+            None,
+        ));
+        assert!(faults.holds("get", "/v2/cob/x"));
+        assert!(!faults.holds("PUT", "/v2/cob/x"));
+        assert!(!faults.holds("GET", "/oauth/token"));
+        faults.merge(patch(None, Some(true)));
+        assert!(!faults.holds("GET", "/v2/cob/x"));
     }
 }

@@ -78,6 +78,10 @@ pub struct ProviderInfo {
     /// A ready-made account of the production environment, where there is one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub live_credentials: Option<BTreeMap<String, String>>,
+    /// Other keys of the same test account, by name, each a complete credential: Stripe's
+    /// restricted key (`restricted`), an Asaas key in the older format (`legacy`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub other_credentials: BTreeMap<String, BTreeMap<String, String>>,
 }
 
 impl ProviderInfo {
@@ -149,6 +153,7 @@ impl Sim {
                 credentials: psp.credentials(),
                 live_endpoints: live_urls,
                 live_credentials: psp.live_credentials(),
+                other_credentials: psp.other_credentials(),
             };
             providers.insert(
                 id.to_string(),
@@ -273,6 +278,8 @@ pub(crate) struct Common {
     pub requests: Mutex<Vec<RequestRecord>>,
     pub deliveries: Mutex<Vec<DeliveryRecord>>,
     next_id: AtomicU64,
+    /// Wakes held requests whenever the faults change (see `faults::Hold`).
+    pub hold_changed: tokio::sync::Notify,
 }
 
 impl Common {
@@ -285,6 +292,7 @@ impl Common {
             requests: Mutex::default(),
             deliveries: Mutex::default(),
             next_id: AtomicU64::new(1),
+            hold_changed: tokio::sync::Notify::new(),
         })
     }
 
@@ -299,6 +307,7 @@ impl Common {
 
     fn reset(&self) {
         *self.faults.lock() = Faults::default();
+        self.hold_changed.notify_waiters();
         *self.config.lock() = Config::default();
         self.requests.lock().clear();
         self.deliveries.lock().clear();
@@ -320,7 +329,8 @@ pub(crate) struct Config {
     /// dashboard rather than through its API (OpenPix, Stripe…); `None` until set.
     pub webhook_url: Option<String>,
     /// Headers sent with every notification to `webhook_url`, as the merchant configured them
-    /// at the PSP (iugu's `x-pixgw-token`, Asaas's `asaas-access-token`).
+    /// at the PSP (Asaas's `asaas-access-token`); PSPs whose notifications carry no custom
+    /// headers (iugu) ignore them.
     pub webhook_headers: BTreeMap<String, String>,
     /// Account switches of one PSP's test account (iugu: `pix_disabled`, `pix_missing`).
     pub flags: BTreeMap<String, bool>,
@@ -417,6 +427,10 @@ pub(crate) trait Psp: Send + Sync + 'static {
     fn live_credentials(&self) -> Option<BTreeMap<String, String>> {
         None
     }
+    /// Other keys of the test account, by name (see [`ProviderInfo::other_credentials`]).
+    fn other_credentials(&self) -> BTreeMap<String, BTreeMap<String, String>> {
+        BTreeMap::new()
+    }
     fn endpoints(self: Arc<Self>) -> Vec<EndpointSpec>;
     /// The PSP's generic error answer, used by the `fail_next` fault when no body is given.
     fn generic_error(&self, status: http::StatusCode) -> Response;
@@ -469,6 +483,20 @@ async fn psp_middleware(
     };
     if latency > 0 {
         tokio::time::sleep(std::time::Duration::from_millis(latency)).await;
+    }
+    let (method, path_only) = (req.method().to_string(), req.uri().path().to_string());
+    if common.faults.lock().holds(&method, &path_only) {
+        common.mark_request(RequestId(id), "held");
+        loop {
+            // Registered before the check, so a release between the two is not missed.
+            let changed = common.hold_changed.notified();
+            tokio::pin!(changed);
+            changed.as_mut().enable();
+            if !common.faults.lock().holds(&method, &path_only) {
+                break;
+            }
+            changed.await;
+        }
     }
     let response = match failure {
         Some(fail) => {

@@ -37,6 +37,15 @@ fn tomorrow() -> String {
         .to_string()
 }
 
+/// Tomorrow, a year later: how long Asaas keeps an unpaid payment's Pix QR code payable.
+fn tomorrow_next_year() -> String {
+    let d = (time::OffsetDateTime::now_utc() + time::Duration::days(1)).date();
+    time::Date::from_calendar_date(d.year() + 1, d.month(), d.day())
+        .or_else(|_| time::Date::from_calendar_date(d.year() + 1, d.month(), d.day() - 1))
+        .unwrap()
+        .to_string()
+}
+
 const CPF: &str = "12345678909";
 
 impl Asaas {
@@ -110,6 +119,24 @@ impl Asaas {
 
 fn error_code(body: &Value) -> &str {
     body["errors"][0]["code"].as_str().unwrap_or_default()
+}
+
+#[tokio::test]
+async fn a_key_in_the_older_format_without_an_environment_prefix_works() {
+    let asaas = start().await;
+    let info = asaas.sim.provider("asaas").unwrap();
+    let legacy = &info.other_credentials["legacy"]["api-key"];
+    assert!(legacy.starts_with("$aact_") && !legacy.starts_with("$aact_hmlg_"));
+    let (status, body) = asaas
+        .send(
+            asaas
+                .http
+                .get(format!("{}/v3/customers", asaas.api))
+                .header("user-agent", "x")
+                .header("access_token", legacy),
+        )
+        .await;
+    assert_eq!((status, &body["object"]), (200, &json!("list")));
 }
 
 #[tokio::test]
@@ -256,7 +283,7 @@ async fn a_pix_payment_its_qr_code_search_and_deletion() {
     assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n");
     assert_eq!(
         qr["expirationDate"],
-        format!("{} 23:59:59", tomorrow()).as_str()
+        format!("{} 23:59:59", tomorrow_next_year()).as_str()
     );
 
     let (_, found) = asaas
@@ -349,6 +376,26 @@ async fn expiry_overdue_and_faults() {
         (&expired["charge"]["status"], &expired["charge"]["expired"]),
         (&json!("OVERDUE"), &json!(true))
     );
+    // Overdue is still payable by Pix, as at Asaas; a deleted payment is not.
+    let (status, paid) = asaas
+        .ctl("/_sim/pay", json!({"provider": "asaas", "reference": r}))
+        .await;
+    assert_eq!(
+        (status, &paid["charge"]["status"]),
+        (200, &json!("RECEIVED"))
+    );
+    let r = reference();
+    let (_, payment) = asaas
+        .post("/v3/payments", asaas.payment_body(&customer, &r))
+        .await;
+    asaas
+        .ctl("/_sim/expire", json!({"provider": "asaas", "reference": r}))
+        .await;
+    let id = payment["id"].as_str().unwrap();
+    let (status, _) = asaas
+        .send(asaas.authed(asaas.http.delete(format!("{}/v3/payments/{id}", asaas.api))))
+        .await;
+    assert_eq!(status, 200);
     let (status, _) = asaas
         .ctl("/_sim/pay", json!({"provider": "asaas", "reference": r}))
         .await;

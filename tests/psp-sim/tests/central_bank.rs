@@ -1,12 +1,12 @@
 //! The six bank PSPs on the central-bank Pix API (inter, sicredi, bb, itau, santander,
 //! bradesco) as the simulator answers them, driven over real mTLS from one table of their
 //! differences: token host, path, body and client auth; path prefix; extra key; create status;
-//! status spelling; error body; notification shape.
+//! status spelling; error body; notification shape; and Itaú's sandbox, another kind of host.
 
 mod common;
 
 use common::{Receiver, client, eventually, txid};
-use psp_sim::{ProviderInfo, Sim, SimOptions};
+use psp_sim::{Sim, SimOptions};
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 
@@ -16,7 +16,8 @@ enum Auth {
     Body,
 }
 
-/// One PSP's facts, as PSPS.md states them.
+/// One PSP's facts, as its adapter's README states them (production's, where a sandbox
+/// differs).
 struct Case {
     id: &'static str,
     /// Endpoint name of the token listener.
@@ -34,6 +35,11 @@ struct Case {
     bb_errors: bool,
     bare_array: bool,
     post_cob: bool,
+    /// Prefix of `PATCH /cob/{txid}` when not `prefix` (Santander).
+    revise_prefix: Option<&'static str>,
+    /// Homologation as a portal sandbox: (token path on the API host, prefix), no mTLS and no
+    /// API key (Itaú).
+    sandbox: Option<(&'static str, &'static str)>,
 }
 
 const STD: Case = Case {
@@ -51,6 +57,8 @@ const STD: Case = Case {
     bb_errors: false,
     bare_array: false,
     post_cob: true,
+    revise_prefix: None,
+    sandbox: None,
 };
 
 const CASES: &[Case] = &[
@@ -85,8 +93,12 @@ const CASES: &[Case] = &[
         token_endpoint: "oauth",
         token_path: "/api/oauth/token",
         auth: Auth::Body,
-        prefix: "/pix_recebimentos/v2",
+        prefix: "/regulatorio-pix/v2",
         api_key_header: Some(("x-itau-apikey", "client-id")),
+        sandbox: Some((
+            "/api/oauth/jwt",
+            "/itau-ep9-api-regulatorio-pix-v2-externo/v2",
+        )),
         ..STD
     },
     Case {
@@ -96,6 +108,7 @@ const CASES: &[Case] = &[
         prefix: "/api/v1",
         create_status: 200,
         post_cob: false,
+        revise_prefix: Some("/api/v2"),
         ..STD
     },
     Case {
@@ -107,7 +120,13 @@ const CASES: &[Case] = &[
 
 struct Psp<'a> {
     case: &'a Case,
-    info: ProviderInfo,
+    /// This environment's facts (the sandbox's at Itaú's homologation hosts).
+    token_endpoint: &'static str,
+    token_path: &'static str,
+    prefix: &'static str,
+    api_key_header: Option<(&'static str, &'static str)>,
+    /// Whether these hosts demand the client certificate.
+    mtls: bool,
     /// The hosts talked to: homologation's, or production's.
     endpoints: BTreeMap<String, String>,
     /// The account presented (its certificate is `http`'s).
@@ -126,14 +145,19 @@ impl<'a> Psp<'a> {
             true => info.live_credentials.clone().unwrap(),
             false => info.credentials.clone(),
         };
-        let identity = format!(
-            "{}{}",
-            credentials["certificate"], credentials["private-key"]
-        );
-        let http = client(&sim.ca_pem(), Some(&identity));
+        // A sandbox account has no certificate.
+        let identity = credentials
+            .get("certificate")
+            .map(|c| format!("{c}{}", credentials["private-key"]));
+        let http = client(&sim.ca_pem(), identity.as_deref());
+        let sandbox = case.sandbox.filter(|_| !production_hosts);
         Psp {
             case,
-            info,
+            token_endpoint: sandbox.map_or(case.token_endpoint, |_| "api"),
+            token_path: sandbox.map_or(case.token_path, |(path, _)| path),
+            prefix: sandbox.map_or(case.prefix, |(_, prefix)| prefix),
+            api_key_header: case.api_key_header.filter(|_| sandbox.is_none()),
+            mtls: sandbox.is_none(),
             endpoints,
             credentials,
             http,
@@ -152,7 +176,7 @@ impl<'a> Psp<'a> {
         };
         format!(
             "{}{}{query}",
-            self.endpoints[self.case.token_endpoint], self.case.token_path
+            self.endpoints[self.token_endpoint], self.token_path
         )
     }
 
@@ -194,15 +218,32 @@ impl<'a> Psp<'a> {
 
     /// An API request under the prefix, with the token and the PSP's extra key.
     fn api(&self, method: reqwest::Method, path: &str, token: &str) -> reqwest::RequestBuilder {
-        let mut url = format!("{}{}{path}", self.endpoints["api"], self.case.prefix);
+        let mut url = format!("{}{}{path}", self.endpoints["api"], self.prefix);
         if let Some((param, field)) = self.case.app_key_query {
             url = format!("{url}?{param}={}", self.cred(field));
         }
         let mut request = self.http.request(method, url).bearer_auth(token);
         if let Some((header, field)) = self.case.api_key_header {
+            // Sent in both environments, as the adapter does; the sandbox does not check it.
             request = request
                 .header(header, self.cred(field))
-                .header("x-itau-correlationID", "c-1");
+                .header("x-correlationID", "c-1");
+        }
+        request
+    }
+
+    /// `PATCH /cob/{txid}` under the PSP's revision prefix.
+    fn revise(&self, txid: &str, token: &str) -> reqwest::RequestBuilder {
+        let prefix = self.case.revise_prefix.unwrap_or(self.prefix);
+        let mut request = self
+            .http
+            .patch(format!("{}{prefix}/cob/{txid}", self.endpoints["api"]))
+            .bearer_auth(token);
+        if let Some((param, field)) = self.case.app_key_query {
+            request = request.query(&[(param, self.cred(field))]);
+        }
+        if let Some((header, field)) = self.case.api_key_header {
+            request = request.header(header, self.cred(field));
         }
         request
     }
@@ -231,22 +272,35 @@ async fn each_psp(mut check: impl AsyncFnMut(&Sim, &Psp<'_>)) {
     }
 }
 
+/// Each PSP in each of its two environments, with that environment's own account.
+async fn each_environment(mut check: impl AsyncFnMut(&Sim, &Psp<'_>)) {
+    let sim = Sim::start(SimOptions::default()).await.unwrap();
+    for case in CASES {
+        for production in [false, true] {
+            check(&sim, &Psp::new(&sim, case, production, production)).await;
+        }
+    }
+}
+
 #[tokio::test]
 async fn accounts_have_a_separate_certificate_and_key() {
-    each_psp(async |_, psp| {
-        let mut fields: Vec<&str> = psp.info.credentials.keys().map(String::as_str).collect();
+    each_environment(async |_, psp| {
+        let mut fields: Vec<&str> = psp.credentials.keys().map(String::as_str).collect();
         fields.sort();
-        let mut expected = vec![
-            "certificate",
-            "client-id",
-            "client-secret",
-            "pix-key",
-            "private-key",
-        ];
+        let mut expected = vec!["client-id", "client-secret", "pix-key"];
+        if psp.mtls {
+            expected.extend(["certificate", "private-key"]);
+            expected.sort();
+        }
         if psp.case.id == "bb" {
             expected.insert(0, "app-key");
         }
         assert_eq!(fields, expected, "{}", psp.case.id);
+        if !psp.mtls {
+            // Itaú's sandbox: no certificate, one host for token and API.
+            assert_eq!(psp.endpoints.keys().collect::<Vec<_>>(), ["api"]);
+            return;
+        }
         let cert = psp.cred("certificate");
         assert!(
             cert.starts_with("-----BEGIN CERTIFICATE-----") && !cert.contains("PRIVATE KEY"),
@@ -259,9 +313,9 @@ async fn accounts_have_a_separate_certificate_and_key() {
             "{}",
             psp.case.id
         );
-        let mut endpoints: Vec<&str> = psp.info.endpoints.keys().map(String::as_str).collect();
+        let mut endpoints: Vec<&str> = psp.endpoints.keys().map(String::as_str).collect();
         endpoints.sort();
-        let expected = if psp.case.token_endpoint == "oauth" {
+        let expected = if psp.token_endpoint == "oauth" {
             vec!["api", "oauth"]
         } else {
             vec!["api"]
@@ -273,7 +327,7 @@ async fn accounts_have_a_separate_certificate_and_key() {
 
 #[tokio::test]
 async fn the_token_request_is_checked_exactly() {
-    each_psp(async |_, psp| {
+    each_environment(async |_, psp| {
         let id = psp.case.id;
         let res = psp.token_request(&psp.http, psp.cred("client-secret")).send().await.unwrap();
         assert_eq!(res.status(), 200, "{id}");
@@ -307,11 +361,16 @@ async fn the_token_request_is_checked_exactly() {
         assert_eq!(res.json::<Value>().await.unwrap()["error"], "invalid_client", "{id}");
 
         // Where the token is not: the API host of BB and Itaú, another path elsewhere.
-        let res = psp.http.post(format!("{}/oauth/token/x", psp.info.endpoints["api"])).send().await.unwrap();
+        let res = psp.http.post(format!("{}/oauth/token/x", psp.endpoints["api"])).send().await.unwrap();
         assert_eq!(res.status(), 404, "{id}");
-        if psp.case.token_endpoint == "oauth" {
-            let res = psp.http.post(format!("{}{}", psp.info.endpoints["api"], psp.case.token_path)).send().await.unwrap();
+        if psp.token_endpoint == "oauth" {
+            let res = psp.http.post(format!("{}{}", psp.endpoints["api"], psp.token_path)).send().await.unwrap();
             assert_eq!(res.status(), 404, "{id}: no token route on the API host");
+        }
+        if let Some((sandbox_token, _)) = psp.case.sandbox.filter(|_| psp.mtls) {
+            // Production's hosts know nothing of the sandbox's token path.
+            let res = psp.http.post(format!("{}{sandbox_token}", psp.endpoints["oauth"])).send().await.unwrap();
+            assert_eq!(res.status(), 404, "{id}: the sandbox's token path in production");
         }
     })
     .await;
@@ -367,8 +426,19 @@ async fn santander_wants_the_grant_type_in_the_query_and_inter_a_scope() {
 
 #[tokio::test]
 async fn a_missing_or_foreign_certificate_fails_the_handshake() {
-    each_psp(async |sim, psp| {
+    each_environment(async |sim, psp| {
         let id = psp.case.id;
+        if !psp.mtls {
+            // Itaú's sandbox asks for no certificate: a client without one gets its token.
+            let bare = client(&sim.ca_pem(), None);
+            let res = psp
+                .token_request(&bare, psp.cred("client-secret"))
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(res.status(), 200, "{id}");
+            return;
+        }
         let bare = client(&sim.ca_pem(), None);
         let err = psp
             .token_request(&bare, psp.cred("client-secret"))
@@ -413,22 +483,17 @@ async fn a_missing_or_foreign_certificate_fails_the_handshake() {
 
 #[tokio::test]
 async fn bb_and_itau_refuse_calls_without_their_key() {
-    each_psp(async |_, psp| {
+    each_environment(async |_, psp| {
         let Some(name) = psp
             .case
             .app_key_query
-            .or(psp.case.api_key_header)
+            .or(psp.api_key_header)
             .map(|(n, _)| n)
         else {
             return;
         };
         let token = psp.token().await;
-        let url = format!(
-            "{}{}/cob/{}",
-            psp.info.endpoints["api"],
-            psp.case.prefix,
-            txid()
-        );
+        let url = format!("{}{}/cob/{}", psp.endpoints["api"], psp.prefix, txid());
         let res = psp.http.get(&url).bearer_auth(&token).send().await.unwrap();
         assert_eq!(res.status(), 403, "{name}");
         let body: Value = res.json().await.unwrap();
@@ -459,11 +524,17 @@ async fn production_is_an_environment_apart() {
         );
         for (hosts, account) in [(true, false), (false, true)] {
             let mixed = Psp::new(sim, homologation.case, hosts, account);
-            let res = mixed
+            let sent = mixed
                 .token_request(&mixed.http, mixed.cred("client-secret"))
                 .send()
-                .await
-                .unwrap();
+                .await;
+            if hosts && !homologation.mtls {
+                // Itaú: the sandbox account has no certificate for production's mTLS.
+                let err = sent.expect_err(id);
+                assert!(format!("{err:?}").contains("CertificateRequired"), "{id}: {err:?}");
+                continue;
+            }
+            let res = sent.unwrap();
             assert_eq!(res.status(), 401, "{id}");
             let body: Value = res.json().await.unwrap();
             assert_eq!(
@@ -482,9 +553,12 @@ async fn production_is_an_environment_apart() {
             .unwrap();
         assert_eq!(res.status().as_u16(), homologation.case.create_status, "{id}");
         let token = production.token().await;
-        for method in [reqwest::Method::GET, reqwest::Method::PATCH] {
-            let res = production
-                .api(method, &format!("/cob/{t}"), &token)
+        for patch in [false, true] {
+            let request = match patch {
+                false => production.api(reqwest::Method::GET, &format!("/cob/{t}"), &token),
+                true => production.revise(&t, &token),
+            };
+            let res = request
                 .json(&json!({"status": "REMOVIDA_PELO_USUARIO_RECEBEDOR"}))
                 .send()
                 .await
@@ -615,8 +689,20 @@ async fn create_query_cancel_and_errors_in_each_psps_shape() {
             "{id}"
         );
 
+        if psp.case.revise_prefix.is_some() {
+            // Santander: no revision under the prefix of everything else.
+            let res = psp
+                .api(reqwest::Method::PATCH, &format!("/cob/{t}"), &token)
+                .json(&json!({"status": "REMOVIDA_PELO_USUARIO_RECEBEDOR"}))
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(res.status(), 404, "{id}: PATCH under {}", psp.prefix);
+            let body: Value = res.json().await.unwrap();
+            assert_eq!(psp.message(&body), "Rota não encontrada", "{id}");
+        }
         let res = psp
-            .api(reqwest::Method::PATCH, &format!("/cob/{t}"), &token)
+            .revise(&t, &token)
             .json(&json!({"status": "REMOVIDA_PELO_USUARIO_RECEBEDOR"}))
             .send()
             .await
@@ -707,4 +793,175 @@ async fn a_payment_is_notified_at_the_webhook_url_plus_pix_in_each_psps_shape() 
         assert_eq!(expired.status(), 409, "{id}: a paid charge does not expire");
     })
     .await;
+}
+
+/// `POST /_sim/config` with account flags for `id`.
+async fn flags(sim: &Sim, id: &str, flags: Value) {
+    let res = client(&sim.ca_pem(), None)
+        .post(format!("{}/_sim/config", sim.control_url()))
+        .json(&json!({"provider": id, "flags": flags}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 200);
+}
+
+/// `pixCopiaECola` is optional in the standard, and BB's homologation calls it
+/// `textoImagemQRcode`: account flags give each answer a client must cope with.
+#[tokio::test]
+async fn the_code_may_be_missing_from_the_create_answer_or_everywhere_or_renamed() {
+    each_psp(async |sim, psp| {
+        let id = psp.case.id;
+        let token = psp.token().await;
+        let create = async |flag: &str| {
+            flags(sim, id, json!({flag: true})).await;
+            let t = txid();
+            let res = psp
+                .api(reqwest::Method::PUT, &format!("/cob/{t}"), &token)
+                .json(&psp.cob("3.21"))
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(res.status().as_u16(), psp.case.create_status, "{id} {flag}");
+            let created: Value = res.json().await.unwrap();
+            let res = psp
+                .api(reqwest::Method::GET, &format!("/cob/{t}"), &token)
+                .send()
+                .await
+                .unwrap();
+            let read: Value = res.json().await.unwrap();
+            flags(sim, id, json!({flag: false})).await;
+            (created, read)
+        };
+        let (created, read) = create("create_without_pix_copia_e_cola").await;
+        assert!(created.get("pixCopiaECola").is_none(), "{id}: {created}");
+        assert!(created["location"].is_string(), "{id}: {created}");
+        let code = read["pixCopiaECola"].as_str().unwrap();
+        assert!(psp_sim::brcode::crc_is_valid(code), "{id}: {read}");
+
+        let (created, read) = create("without_pix_copia_e_cola").await;
+        for answer in [&created, &read] {
+            assert!(answer.get("pixCopiaECola").is_none(), "{id}: {answer}");
+            assert!(answer["location"].is_string(), "{id}: {answer}");
+        }
+
+        let (created, read) = create("texto_imagem_qrcode").await;
+        for answer in [&created, &read] {
+            assert!(answer.get("pixCopiaECola").is_none(), "{id}: {answer}");
+            let code = answer["textoImagemQRcode"].as_str().unwrap();
+            assert!(psp_sim::brcode::crc_is_valid(code), "{id}: {answer}");
+        }
+    })
+    .await;
+}
+
+/// With `single_object_notifications` each Pix is notified as a bare object (as Inter may).
+#[tokio::test]
+async fn a_notification_may_be_a_single_pix_object() {
+    let receiver = Receiver::start(200).await;
+    each_psp(async |sim, psp| {
+        let id = psp.case.id;
+        if id != "inter" && id != "bb" {
+            return;
+        }
+        let token = psp.token().await;
+        let res = psp
+            .api(
+                reqwest::Method::PUT,
+                &format!("/webhook/{}", psp.cred("pix-key")),
+                &token,
+            )
+            .json(&json!({"webhookUrl": format!("http://{}/single/{id}", receiver.addr)}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), 200, "{id}");
+        let t = txid();
+        let res = psp
+            .api(reqwest::Method::PUT, &format!("/cob/{t}"), &token)
+            .json(&psp.cob("7.00"))
+            .send()
+            .await
+            .unwrap();
+        assert!(res.status().is_success(), "{id}");
+        flags(sim, id, json!({"single_object_notifications": true})).await;
+        client(&sim.ca_pem(), None)
+            .post(format!("{}/_sim/pay", sim.control_url()))
+            .json(&json!({"provider": id, "reference": t}))
+            .send()
+            .await
+            .unwrap();
+        let target = format!("/single/{id}/pix");
+        let seen = eventually(id, || {
+            let found = receiver.received().into_iter().find(|r| r.target == target);
+            async move { found }
+        })
+        .await;
+        assert_eq!(
+            (seen.body["txid"].as_str(), seen.body["valor"].as_str()),
+            (Some(t.as_str()), Some("7.00")),
+            "{id}: {}",
+            seen.body
+        );
+        assert_eq!(seen.body["endToEndId"].as_str().map(str::len), Some(32));
+    })
+    .await;
+}
+
+/// The `hold` fault keeps matching requests unanswered until released: a slow PSP without
+/// any timing in the test.
+#[tokio::test]
+async fn a_held_request_is_answered_only_once_released() {
+    let sim = Sim::start(SimOptions::default()).await.unwrap();
+    let psp = Psp::new(&sim, &CASES[2], false, false); // bb
+    let token = psp.token().await;
+    let ctl = client(&sim.ca_pem(), None);
+    let faults = |body: Value| {
+        ctl.post(format!("{}/_sim/faults", sim.control_url()))
+            .json(&body)
+            .send()
+    };
+    let set =
+        faults(json!({"provider": "bb", "hold": {"method": "GET", "path_contains": "/cob/"}}))
+            .await
+            .unwrap();
+    assert_eq!(set.status(), 200);
+    let query = psp
+        .api(reqwest::Method::GET, &format!("/cob/{}", txid()), &token)
+        .send();
+    let query = tokio::spawn(query);
+    let requests = async || -> Vec<Value> {
+        ctl.get(format!("{}/_sim/requests?provider=bb", sim.control_url()))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap()
+    };
+    let held = eventually("the query held", || async {
+        requests()
+            .await
+            .into_iter()
+            .find(|r| r["outcome"] == "held" && r["method"] == "GET")
+    })
+    .await;
+    assert_eq!(held["status"], Value::Null, "{held}");
+    assert!(!query.is_finished(), "a held query is not answered");
+    // Other requests go through meanwhile.
+    let t = txid();
+    let res = psp
+        .api(reqwest::Method::PUT, &format!("/cob/{t}"), &token)
+        .json(&psp.cob("1.00"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 201);
+    assert!(!query.is_finished(), "still held");
+    let released = faults(json!({"provider": "bb", "release_held": true}))
+        .await
+        .unwrap();
+    assert_eq!(released.status(), 200);
+    let answer = query.await.unwrap().unwrap();
+    assert_eq!(answer.status(), 404, "answered once released");
 }

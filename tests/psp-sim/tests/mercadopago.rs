@@ -320,13 +320,26 @@ async fn a_pix_payment_carries_a_br_code_and_its_png() {
 }
 
 #[tokio::test]
-async fn the_same_idempotency_key_answers_the_same_payment() {
+async fn the_same_idempotency_key_answers_the_same_payment_for_the_same_body_only() {
     let mp = start().await;
     let reference = reference();
-    let (_, first) = mp.create(&body(&reference, None)).await;
-    let (status, again) = mp.create(&body(&reference, None)).await;
+    let body = body(&reference, None);
+    let (_, first) = mp.create(&body).await;
+    let (status, again) = mp.create(&body).await;
     assert_eq!(status, 201);
     assert_eq!(again["id"], first["id"]);
+    // The same key with another body (a recomputed expiry) is refused, nothing created.
+    let mut changed = body.clone();
+    changed["date_of_expiration"] = json!("2099-01-01T00:00:00.000-03:00");
+    let (status, refused) = mp.create(&changed).await;
+    assert_eq!(status, 409, "{refused}");
+    assert!(
+        refused["message"]
+            .as_str()
+            .unwrap()
+            .contains("different request body"),
+        "{refused}"
+    );
     let (_, found) = mp
         .get(&format!(
             "/v1/payments/search?external_reference={reference}"
@@ -362,11 +375,41 @@ async fn a_reply_dropped_after_create_leaves_one_payment_to_find() {
 }
 
 #[tokio::test]
-async fn paying_approves_and_notifies_with_a_signature() {
+async fn a_payments_own_notification_url_is_notified_unsigned() {
     let mp = start().await;
     let (url, seen) = receiver().await;
     let reference = reference();
     let (_, payment) = mp.create(&body(&reference, Some(&url))).await;
+    let id = payment["id"].as_u64().unwrap().to_string();
+    let (status, paid) = mp
+        .control(
+            "/_sim/pay",
+            json!({ "provider": "mercadopago", "reference": reference }),
+        )
+        .await;
+    assert_eq!(
+        (status, &paid["webhook"]["outcome"]),
+        (200, &json!("delivered"))
+    );
+    let d = delivery(&seen, 0).await;
+    assert_eq!(d.target, format!("/api/wh/mp?data.id={id}&type=payment"));
+    assert_eq!(d.body["data"]["id"], id.as_str());
+    assert_eq!(d.header("x-signature"), "", "{d:?}");
+    assert!(!d.header("x-request-id").is_empty());
+}
+
+#[tokio::test]
+async fn paying_approves_and_notifies_the_applications_webhook_with_a_signature() {
+    let mp = start().await;
+    let (url, seen) = receiver().await;
+    // The webhook of "Your integrations", for payments created without a notification_url.
+    mp.control(
+        "/_sim/config",
+        json!({ "provider": "mercadopago", "webhook_url": url }),
+    )
+    .await;
+    let reference = reference();
+    let (_, payment) = mp.create(&body(&reference, None)).await;
     let id = payment["id"].as_u64().unwrap().to_string();
     let (status, paid) = mp
         .control(

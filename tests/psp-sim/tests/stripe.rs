@@ -217,6 +217,25 @@ async fn next_delivery(seen: &Mutex<Vec<Delivery>>, n: usize) -> Delivery {
 // ---- Authentication ----
 
 #[tokio::test]
+async fn the_accounts_restricted_key_works_like_its_secret_key() {
+    let s = start().await;
+    let info = s.sim.provider("stripe").unwrap();
+    let restricted = &info.other_credentials["restricted"]["secret-key"];
+    assert!(restricted.starts_with("rk_test_"), "{restricted}");
+    let form = params(&reference(), "ana@example.com");
+    let (status, _, body) = s.post("/v1/payment_intents", restricted, None, &form).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["status"], "requires_action");
+    let wrong = format!("rk_test_{}", "x".repeat(20));
+    let (status, _, body) = s.post("/v1/payment_intents", &wrong, None, &form).await;
+    assert_eq!(status, 401);
+    assert_eq!(
+        body["error"]["message"],
+        "Invalid API Key provided: rk_test_****xxxx"
+    );
+}
+
+#[tokio::test]
 async fn a_wrong_missing_or_live_key_is_refused_with_stripes_message() {
     let s = start().await;
     let form = params(&reference(), "ana@example.com");

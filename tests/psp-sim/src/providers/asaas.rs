@@ -1,15 +1,19 @@
 //! Asaas (API v3): customers, and `PIX` payments of a customer.
 //!
-//! - Every `/v3` call needs the header `access_token` = the account's key (missing or wrong →
-//!   401) and a non-empty `User-Agent` (missing → 400), checked in that order.
+//! - Every `/v3` call needs the header `access_token` = one of the account's keys (missing or
+//!   wrong → 401) and a non-empty `User-Agent` (missing → 400), checked in that order. The
+//!   account has a current sandbox key (`$aact_hmlg_…`) and one in the older format without
+//!   an environment prefix (`$aact_<base64>`, `other_credentials.legacy`): both work.
 //! - `POST /v3/customers` `{name, cpfCnpj}` (11-digit CPF or 14-character CNPJ, check digits
 //!   verified) → `cus_…`; `GET /v3/customers?cpfCnpj=` lists them. Like Asaas, a second customer
 //!   with the same document is accepted: avoiding duplicates is the client's business.
 //! - `POST /v3/payments` `{customer, billingType:"PIX", value, dueDate, description?,
 //!   externalReference?}` → `pay_…`, `PENDING`; the customer must exist first.
 //!   `GET /v3/payments?externalReference=`, `GET /v3/payments/{id}`,
-//!   `GET /v3/payments/{id}/pixQrCode` → `{encodedImage, payload, expirationDate}`,
-//!   `DELETE /v3/payments/{id}` → `{deleted:true, id}`.
+//!   `GET /v3/payments/{id}/pixQrCode` → `{encodedImage, payload, expirationDate}` (12 months
+//!   after the due date, as Asaas documents), `DELETE /v3/payments/{id}` → `{deleted:true, id}`.
+//! - `OVERDUE` (`/_sim/expire`: the due date passed) stays payable, as at Asaas: only a
+//!   deleted payment cannot be paid.
 //! - Errors `{"errors":[{"code","description"}]}`.
 //! - `/_sim/pay` → `RECEIVED` and a `PAYMENT_RECEIVED` notification to the URL set with
 //!   `/_sim/config {"webhook_url", "webhook_headers"}` (the merchant sets both in Asaas's
@@ -60,6 +64,10 @@ pub fn build(common: Arc<Common>) -> anyhow::Result<Arc<dyn Psp>> {
     Ok(Arc::new(Asaas {
         common,
         api_key: format!("$aact_hmlg_{}", random_alnum(64)),
+        legacy_key: format!(
+            "$aact_{}",
+            base64::engine::general_purpose::STANDARD.encode(random_hex(48))
+        ),
         store: Mutex::default(),
     }))
 }
@@ -67,6 +75,8 @@ pub fn build(common: Arc<Common>) -> anyhow::Result<Arc<dyn Psp>> {
 pub struct Asaas {
     common: Arc<Common>,
     api_key: String,
+    /// A key from before the environment prefixes: `$aact_` and base64, no `hmlg_`/`prod_`.
+    legacy_key: String,
     store: Mutex<Store>,
 }
 
@@ -170,6 +180,20 @@ fn today() -> Date {
     OffsetDateTime::now_utc()
         .to_offset(UtcOffset::from_hms(-3, 0, 0).expect("a valid offset"))
         .date()
+}
+
+/// The same day twelve months later (`2024-02-29` → `2025-02-28`): how long Asaas keeps a
+/// payment's Pix QR code payable after its due date.
+fn a_year_after(date: &str) -> String {
+    let format = time::macros::format_description!("[year]-[month]-[day]");
+    Date::parse(date, &format)
+        .ok()
+        .and_then(|d| {
+            Date::from_calendar_date(d.year() + 1, d.month(), d.day())
+                .or_else(|_| Date::from_calendar_date(d.year() + 1, d.month(), d.day() - 1))
+                .ok()
+        })
+        .map_or_else(|| date.to_owned(), date_text)
 }
 
 fn date_text(d: Date) -> String {
@@ -388,7 +412,7 @@ async fn require_key(State(asaas): S, req: Request, next: Next) -> Response {
                 "access_token_not_found",
                 MISSING_KEY,
             )),
-            (Some(key), _) if key != asaas.api_key => Some(error(
+            (Some(key), _) if key != asaas.api_key && key != asaas.legacy_key => Some(error(
                 StatusCode::UNAUTHORIZED,
                 "invalid_access_token",
                 INVALID_KEY,
@@ -543,7 +567,7 @@ async fn pix_qr_code(State(asaas): S, Path(id): Path<String>) -> Response {
     axum::Json(json!({
         "encodedImage": base64::engine::general_purpose::STANDARD.encode(png),
         "payload": p.payload,
-        "expirationDate": format!("{} 23:59:59", p.due_date),
+        "expirationDate": format!("{} 23:59:59", a_year_after(&p.due_date)),
     }))
     .into_response()
 }
@@ -551,6 +575,13 @@ async fn pix_qr_code(State(asaas): S, Path(id): Path<String>) -> Response {
 impl Psp for Asaas {
     fn credentials(&self) -> BTreeMap<String, String> {
         BTreeMap::from([("api-key".into(), self.api_key.clone())])
+    }
+
+    fn other_credentials(&self) -> BTreeMap<String, BTreeMap<String, String>> {
+        BTreeMap::from([(
+            "legacy".to_string(),
+            BTreeMap::from([("api-key".into(), self.legacy_key.clone())]),
+        )])
     }
 
     fn endpoints(self: Arc<Self>) -> Vec<EndpointSpec> {
@@ -609,7 +640,8 @@ impl Psp for Asaas {
     ) -> Result<Payment, ControlError> {
         let mut store = self.store.lock();
         let p = Self::find(&mut store.payments, sel)?;
-        if p.status != "PENDING" || p.deleted || p.expired {
+        // Overdue is still payable by Pix (the QR code lasts 12 months past the due date).
+        if !matches!(p.status, "PENDING" | "OVERDUE") || p.deleted {
             return Err(ControlError::Conflict(format!(
                 "payment {} is {}{}",
                 p.id,

@@ -24,6 +24,8 @@ pub static PARAMS: Params = Params {
     // Banco do Brasil's ISPB.
     ispb: "00000000",
     api_prefix: "/pix/v2",
+    revise_prefix: None,
+    sandbox: None,
     token_listener: Some("oauth"),
     token_path: "/oauth/token",
     token_request: TokenRequest {

@@ -18,6 +18,8 @@ pub static PARAMS: Params = Params {
     // Bradesco's ISPB.
     ispb: "60746948",
     api_prefix: "/v2",
+    revise_prefix: None,
+    sandbox: None,
     token_listener: None,
     token_path: "/oauth/token",
     token_request: TokenRequest {

@@ -25,6 +25,8 @@ pub static PARAMS: Params = Params {
     // Efí Pay's ISPB.
     ispb: "09089356",
     api_prefix: "/v2",
+    revise_prefix: None,
+    sandbox: None,
     token_listener: None,
     token_path: "/oauth/token",
     token_request: TokenRequest {

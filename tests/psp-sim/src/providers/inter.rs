@@ -20,6 +20,8 @@ pub static PARAMS: Params = Params {
     // Inter's ISPB.
     ispb: "00416968",
     api_prefix: "/pix/v2",
+    revise_prefix: None,
+    sandbox: None,
     token_listener: None,
     token_path: "/oauth/v2/token",
     token_request: TokenRequest {

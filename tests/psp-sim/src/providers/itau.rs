@@ -1,9 +1,13 @@
 //! Itaú: the central-bank Pix API with Itaú's parameters.
 //!
-//! - OAuth on its own listener (endpoint `oauth`, Itaú's `sts` host): `POST /api/oauth/token`,
-//!   form body `grant_type`, `client_id`, `client_secret`; a Basic header is refused.
-//! - Paths under `/pix_recebimentos/v2`; every API call needs `x-itau-apikey` = the client id
-//!   (403 otherwise); create answers 201; errors as RFC 7807 problem+json.
+//! - Production: OAuth on its own listener (endpoint `oauth`, Itaú's `sts` host), `POST
+//!   /api/oauth/token`, form body `grant_type`, `client_id`, `client_secret` (a Basic header is
+//!   refused), over mTLS; paths under `/regulatorio-pix/v2`; every API call needs
+//!   `x-itau-apikey` = the client id (403 otherwise).
+//! - Homologation is the developer portal's sandbox: one listener **without mTLS** (the account
+//!   has no certificate), token at `POST /api/oauth/jwt` on it, paths under
+//!   `/itau-ep9-api-regulatorio-pix-v2-externo/v2`, no `x-itau-apikey` check.
+//! - Create answers 201; errors as RFC 7807 problem+json.
 
 use std::sync::Arc;
 
@@ -11,7 +15,7 @@ use axum::http::StatusCode;
 
 use crate::central_bank::{
     ApiKey, CentralBank, CertificateFields, ClientAuth, CredentialFields, GrantTypeIn, KeyCarrier,
-    KeyValue, Params, TokenBody, TokenRequest, WebhookShape, oauth_body, problem_body,
+    KeyValue, Params, Sandbox, TokenBody, TokenRequest, WebhookShape, oauth_body, problem_body,
 };
 use crate::{Common, Psp};
 
@@ -19,7 +23,14 @@ pub static PARAMS: Params = Params {
     id: "itau",
     // Itaú's ISPB.
     ispb: "60701190",
-    api_prefix: "/pix_recebimentos/v2",
+    api_prefix: "/regulatorio-pix/v2",
+    revise_prefix: None,
+    sandbox: Some(Sandbox {
+        api_prefix: "/itau-ep9-api-regulatorio-pix-v2-externo/v2",
+        token_path: "/api/oauth/jwt",
+        mtls: false,
+        api_key: false,
+    }),
     token_listener: Some("oauth"),
     token_path: "/api/oauth/token",
     token_request: TokenRequest {

@@ -13,8 +13,9 @@
 //!   `{"errors":{"payable_with":["Pix não está habilitado para esta conta"]}}`; `pix_missing`
 //!   → the invoice is created without a `pix` object.
 //! - `/_sim/pay` sends the `invoice.status_changed` trigger, form-encoded, to the URL set with
-//!   `/_sim/config {"webhook_url", "webhook_headers"}` (iugu's triggers are set in its
-//!   dashboard, with the custom header carrying pixgw's token).
+//!   `/_sim/config {"webhook_url"}` (iugu's triggers are set in its dashboard or through
+//!   `POST /v1/web_hooks {event, url}`: an event and a URL, nothing else). Like iugu, it sends
+//!   no custom headers: `webhook_headers` is ignored, so a token must ride in the URL.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -546,7 +547,7 @@ impl Psp for Iugu {
         config
             .webhook_url
             .iter()
-            .map(|url| json!({"url": url, "event": "invoice.status_changed", "headers": config.webhook_headers}))
+            .map(|url| json!({"url": url, "event": "invoice.status_changed"}))
             .collect()
     }
 
@@ -594,24 +595,17 @@ impl Psp for Iugu {
         ])
         .map_err(|e| ControlError::Internal(e.to_string()))?;
         let config = self.common.config.lock();
+        // A trigger is an event and a URL: no custom header, whatever `webhook_headers` says.
         let notifications = config
             .webhook_url
             .iter()
-            .map(|url| {
-                let mut headers: Vec<(String, String)> = config
-                    .webhook_headers
-                    .iter()
-                    .map(|(k, v)| (k.clone(), v.clone()))
-                    .collect();
-                headers.push((
+            .map(|url| Notification {
+                url: url.clone(),
+                headers: vec![(
                     "content-type".into(),
                     "application/x-www-form-urlencoded".into(),
-                ));
-                Notification {
-                    url: url.clone(),
-                    headers,
-                    body: Value::String(form.clone()),
-                }
+                )],
+                body: Value::String(form.clone()),
             })
             .collect();
         Ok(Payment {

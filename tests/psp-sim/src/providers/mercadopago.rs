@@ -1,15 +1,19 @@
 //! Mercado Pago: the Payments API with `payment_method_id: "pix"`.
 //!
-//! - `POST /v1/payments` (JSON; `X-Idempotency-Key` mandatory: the same key answers the payment
-//!   it first created), `GET /v1/payments/{id}`, `GET /v1/payments/search`
+//! - `POST /v1/payments` (JSON; `X-Idempotency-Key` mandatory: the same key with the same body
+//!   answers the payment it first created, with another body 409), `GET /v1/payments/{id}`,
+//!   `GET /v1/payments/search`
 //!   (`external_reference`, `status`, `limit`, `offset`), `PUT /v1/payments/{id}`
 //!   `{"status":"cancelled"}`.
 //! - `Authorization: Bearer <access token>`; anything else is 401 `invalid access token`.
 //! - Errors `{"message","error","status","cause":[{"code","description"}]}`.
-//! - On every status change (paid, expired, cancelled) the payment's `notification_url` gets
-//!   `POST <url>?data.id=<id>&type=payment` with `{"action":"payment.updated","data":{"id"},…}`,
-//!   `x-request-id` and `x-signature: ts=<ms>,v1=<hex HMAC-SHA256 of
-//!   "id:<data.id>;request-id:<x-request-id>;ts:<ts>;">` under the account's webhook secret.
+//! - On every status change (paid, expired, cancelled) a notification
+//!   `POST <url>?data.id=<id>&type=payment` with `{"action":"payment.updated","data":{"id"},…}`
+//!   and `x-request-id` goes to the payment's `notification_url`, **unsigned** (the secret
+//!   signature belongs to the webhook of "Your integrations"); a payment without one notifies
+//!   the application's webhook (`/_sim/config {"webhook_url"}`), signed with `x-signature:
+//!   ts=<ms>,v1=<hex HMAC-SHA256 of "id:<data.id>;request-id:<x-request-id>;ts:<ts>;">` under
+//!   the account's webhook secret.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -135,8 +139,8 @@ impl MpPayment {
 #[derive(Default)]
 struct Store {
     payments: Vec<MpPayment>,
-    /// X-Idempotency-Key → payment id.
-    idempotency: HashMap<String, u64>,
+    /// X-Idempotency-Key → payment id, and the body it came with.
+    idempotency: HashMap<String, (u64, Value)>,
 }
 
 pub struct MercadoPago {
@@ -446,23 +450,30 @@ impl MercadoPago {
         (id, json)
     }
 
-    /// The `payment.updated` notification for `payment`, if it has a `notification_url`.
+    /// The `payment.updated` notification for `payment`: to its `notification_url`, unsigned,
+    /// else to the application's webhook (a dashboard setting), signed; none without either.
     fn notification(&self, payment: &MpPayment) -> Vec<Notification> {
-        let Some(url) = payment.json["notification_url"].as_str() else {
-            return Vec::new();
+        let own = payment.json["notification_url"].as_str().map(str::to_owned);
+        let (url, signed) = match own {
+            Some(url) => (url, false),
+            None => match self.common.config.lock().webhook_url.clone() {
+                Some(url) => (url, true),
+                None => return Vec::new(),
+            },
         };
         let data_id = payment.id.to_string();
         let request_id = uuid::Uuid::new_v4().to_string();
-        let ts = OffsetDateTime::now_utc().unix_timestamp_nanos() / 1_000_000;
-        let manifest = format!("id:{data_id};request-id:{request_id};ts:{ts};");
-        let signature = hmac_hex(&self.webhook_secret, &manifest);
+        let mut headers = vec![("x-request-id".to_string(), request_id.clone())];
+        if signed {
+            let ts = OffsetDateTime::now_utc().unix_timestamp_nanos() / 1_000_000;
+            let manifest = format!("id:{data_id};request-id:{request_id};ts:{ts};");
+            let signature = hmac_hex(&self.webhook_secret, &manifest);
+            headers.push(("x-signature".into(), format!("ts={ts},v1={signature}")));
+        }
         let separator = if url.contains('?') { '&' } else { '?' };
         vec![Notification {
             url: format!("{url}{separator}data.id={data_id}&type=payment"),
-            headers: vec![
-                ("x-signature".into(), format!("ts={ts},v1={signature}")),
-                ("x-request-id".into(), request_id),
-            ],
+            headers,
             body: json!({
                 "action": "payment.updated",
                 "api_version": "v1",
@@ -577,17 +588,31 @@ async fn create_payment(
                 cause: None,
             })?
             .to_string();
+        let object = json_object(&headers, &body)?;
         {
             let store = mp.store.lock();
-            if let Some(id) = store.idempotency.get(&key)
+            if let Some((id, first)) = store.idempotency.get(&key)
                 && let Some(p) = store.payments.iter().find(|p| p.id == *id)
             {
+                if *first != Value::Object(object) {
+                    return Err(MpError {
+                        status: StatusCode::CONFLICT,
+                        error: "conflict",
+                        message: format!(
+                            "X-Idempotency-Key {key} was already used with a different request body"
+                        ),
+                        cause: None,
+                    });
+                }
                 return Ok((p.json.clone(), true));
             }
         }
-        let new = parse_payment(&json_object(&headers, &body)?)?;
+        let new = parse_payment(&object)?;
         let (id, json) = mp.create(new);
-        mp.store.lock().idempotency.insert(key, id);
+        mp.store
+            .lock()
+            .idempotency
+            .insert(key, (id, Value::Object(object)));
         Ok((json, false))
     })();
     match result {
@@ -777,8 +802,14 @@ impl Psp for MercadoPago {
     }
 
     fn webhooks(&self) -> Vec<Value> {
-        // Notification URLs travel with each payment; there is no registration.
-        Vec::new()
+        // Notification URLs travel with each payment; the application's own webhook (set in
+        // "Your integrations") is the only registration.
+        let config = self.common.config.lock();
+        config
+            .webhook_url
+            .iter()
+            .map(|url| json!({"url": url, "signed": true}))
+            .collect()
     }
 
     fn pay(

@@ -4,19 +4,19 @@
 //!   email?, tax_id}` (the CPF/CNPJ is required), `items[]?`, `qr_codes[{amount{value},
 //!   expiration_date?}]`, `notification_urls[]?` → 201 with the order (`ORDE_…`, `qr_codes[0]`
 //!   `QRCO_…` with a BR Code `text` and `links`).
-//! - `GET /orders/{id}`; `GET /orders?reference_id=…` → `{"orders":[…]}` (the listing is
-//!   unverified: see the README).
-//! - `x-idempotency-key` on `POST /orders`: a repeated key answers the order it created.
+//! - `GET /orders/{id}`: an order is found by its id only. As in PagBank's public API there is
+//!   no listing by `reference_id` (`GET /orders?…` is an unknown route, 404) and no
+//!   idempotency key: a repeated `POST /orders` makes another order, whatever its headers.
 //! - Errors `{"error_messages":[{"code","description","parameter_name"?}]}`.
 //! - Payment adds a `PAID` charge to `charges[]` and POSTs the order to every notification URL
 //!   with `x-authenticity-token` = SHA-256 hex of `<token>-<raw body>`.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use axum::Router;
 use axum::body::Bytes;
-use axum::extract::{Path, Query, State};
+use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -58,8 +58,6 @@ struct PagBank {
 #[derive(Default)]
 struct Store {
     orders: Vec<Order>,
-    /// `x-idempotency-key` → order id.
-    idempotency: HashMap<String, String>,
 }
 
 struct Order {
@@ -415,18 +413,7 @@ async fn create_order(
 ) -> Response {
     let created = (|| {
         pb.authorize(&headers)?;
-        let idempotency_key = headers
-            .get("x-idempotency-key")
-            .and_then(|v| v.to_str().ok())
-            .map(str::to_string);
         let mut store = pb.store.lock();
-        if let Some(id) = idempotency_key
-            .as_ref()
-            .and_then(|k| store.idempotency.get(k))
-            && let Some(order) = store.orders.iter().find(|o| &o.id == id)
-        {
-            return Ok(order.to_json());
-        }
         let request = parse_order(&headers, &body)?;
         let location = format!(
             "pix.pagbank.sim.localhost/pix/v2/{}",
@@ -454,9 +441,6 @@ async fn create_order(
             charges: Vec::new(),
         };
         let json = order.to_json();
-        if let Some(key) = idempotency_key {
-            store.idempotency.insert(key, order.id.clone());
-        }
         store.orders.push(order);
         Ok::<_, ApiError>(json)
     })();
@@ -484,28 +468,6 @@ async fn get_order(State(pb): Pb, Path(id): Path<String>, headers: HeaderMap) ->
     }
 }
 
-/// `GET /orders?reference_id=…` (unverified at the real PagBank).
-async fn list_orders(
-    State(pb): Pb,
-    Query(query): Query<HashMap<String, String>>,
-    headers: HeaderMap,
-) -> Response {
-    if let Err(err) = pb.authorize(&headers) {
-        return err.into_response();
-    }
-    let Some(reference) = query.get("reference_id").filter(|r| !r.is_empty()) else {
-        return ApiError::required("reference_id").into_response();
-    };
-    let store = pb.store.lock();
-    let orders: Vec<Value> = store
-        .orders
-        .iter()
-        .filter(|o| &o.reference_id == reference)
-        .map(Order::to_json)
-        .collect();
-    axum::Json(json!({ "orders": orders })).into_response()
-}
-
 async fn not_found() -> Response {
     ApiError::not_found().into_response()
 }
@@ -517,7 +479,8 @@ impl Psp for PagBank {
 
     fn endpoints(self: Arc<Self>) -> Vec<EndpointSpec> {
         let router = Router::new()
-            .route("/orders", post(create_order).get(list_orders))
+            // No listing of orders in PagBank's public API: a GET here is an unknown route.
+            .route("/orders", post(create_order).get(not_found))
             .route("/orders/{id}", get(get_order))
             .fallback(not_found)
             .with_state(self);

@@ -2,8 +2,8 @@
 //!
 //! - OAuth: `POST /oauth/token?grant_type=client_credentials` (the grant type only in the
 //!   query), form body `client_id`, `client_secret`; a Basic header is refused.
-//! - Paths under `/api/v1`; no `POST /cob` (create by `PUT` only); create answers 200; errors
-//!   as RFC 7807 problem+json.
+//! - Paths under `/api/v1`, but `PATCH /cob/{txid}` only under `/api/v2` (404 under v1); no
+//!   `POST /cob` (create by `PUT` only); create answers 200; errors as RFC 7807 problem+json.
 
 use std::sync::Arc;
 
@@ -20,6 +20,9 @@ pub static PARAMS: Params = Params {
     // Santander's ISPB.
     ispb: "90400888",
     api_prefix: "/api/v1",
+    // A charge is revised (canceled) under v2, everything else is under v1.
+    revise_prefix: Some("/api/v2"),
+    sandbox: None,
     token_listener: None,
     token_path: "/oauth/token",
     token_request: TokenRequest {

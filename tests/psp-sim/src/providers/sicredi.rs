@@ -19,6 +19,8 @@ pub static PARAMS: Params = Params {
     // Sicredi's ISPB.
     ispb: "01181521",
     api_prefix: "/api/v2",
+    revise_prefix: None,
+    sandbox: None,
     token_listener: None,
     token_path: "/oauth/token",
     token_request: TokenRequest {

@@ -1,12 +1,14 @@
-//! Stripe: Pix through PaymentIntents, as strict as the real API where PSPS.md says how.
+//! Stripe: Pix through PaymentIntents, as strict as the real API where its reference says how
+//! (facts and sources in `plugins/stripe/README.md`).
 //!
 //! - `POST /v1/payment_intents` (form-encoded only; a JSON body is refused the way Stripe
 //!   refuses it), `GET /v1/payment_intents[/{id}]`, `GET /v1/payment_intents/search`,
 //!   `POST /v1/payment_intents/{id}/cancel`; `expand[]=latest_charge` (`data.latest_charge` on
 //!   lists) expands the Charge, whose `payment_method_details.pix.bank_transaction_id` is the
 //!   end-to-end id.
-//! - `Authorization: Bearer sk_test_…` (or Basic with the key as user); any other key, a live
-//!   key included, is `Invalid API Key provided: sk_test_****abcd`.
+//! - `Authorization: Bearer sk_test_…` (or Basic with the key as user); the account's
+//!   restricted key `rk_test_…` works the same; any other key, a live key included, is
+//!   `Invalid API Key provided: sk_test_****abcd`.
 //! - `Idempotency-Key`: the same key with the same parameters replays the first answer
 //!   (`Idempotent-Replayed: true`); with other parameters it is an `idempotency_error`.
 //! - Events `payment_intent.succeeded`, `.payment_failed` (expiry) and `.canceled` go to the
@@ -196,6 +198,8 @@ struct State_ {
 pub struct Stripe {
     common: Arc<Common>,
     secret_key: String,
+    /// A restricted key of the same account (`rk_test_…`), allowed everything the adapter does.
+    restricted_key: String,
     webhook_secret: String,
     client: reqwest::Client,
     state: Mutex<State_>,
@@ -205,6 +209,7 @@ pub fn build(common: Arc<Common>) -> anyhow::Result<Arc<dyn Psp>> {
     Ok(Arc::new(Stripe {
         common,
         secret_key: format!("sk_test_51{}", random_alnum(96)),
+        restricted_key: format!("rk_test_51{}", random_alnum(96)),
         webhook_secret: format!("whsec_{}", random_alnum(32)),
         client: crate::delivery::client(),
         state: Mutex::default(),
@@ -260,7 +265,7 @@ impl Stripe {
                     .into(),
             ));
         }
-        if key != self.secret_key {
+        if key != self.secret_key && key != self.restricted_key {
             return Err(StripeError::unauthorized(format!(
                 "Invalid API Key provided: {}",
                 redact(&key)
@@ -1095,6 +1100,12 @@ impl Psp for Stripe {
             ("secret-key".to_string(), self.secret_key.clone()),
             ("webhook-secret".to_string(), self.webhook_secret.clone()),
         ])
+    }
+
+    fn other_credentials(&self) -> BTreeMap<String, BTreeMap<String, String>> {
+        let mut restricted = self.credentials();
+        restricted.insert("secret-key".into(), self.restricted_key.clone());
+        BTreeMap::from([("restricted".to_string(), restricted)])
     }
 
     fn endpoints(self: Arc<Self>) -> Vec<EndpointSpec> {
