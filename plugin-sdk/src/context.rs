@@ -82,7 +82,7 @@ impl Context {
         };
         match other.iter().find(|prefix| value.starts_with(*prefix)) {
             Some(prefix) => Err(Error::BadCredentials(crate::error::PspError::new(format!(
-                "the credential's `{name}` is a {other_name} key (it starts with {prefix}) but                  the credential is for the {this_name} environment: paste the {this_name} key"
+                "the credential's `{name}` is a {other_name} key (it starts with {prefix}) but the credential is for the {this_name} environment: paste the {this_name} key"
             )))),
             None => Ok(value),
         }
