@@ -8,7 +8,9 @@
 //! The difference is the gateway's overhead. A load run of each (concurrency 8) then prints
 //! throughput, p50 and p99. Last, `pay → webhook`: from `POST /_sim/pay` to the merchant's
 //! endpoint receiving the signed `charge.paid` (PSP notification, confirming query, state
-//! change, outbox, delivery), p50 and p99 over 200 charges. Run with `cargo xtask bench`.
+//! change, outbox, delivery), p50 and p99 over 200 charges. Run with `cargo xtask bench`;
+//! `PIXGW_BENCH_SQLITE_SYNCHRONOUS=normal` runs it with SQLite's `synchronous = NORMAL`
+//! instead of the default FULL, to see what durability costs.
 
 #[path = "../tests/common/mod.rs"]
 mod common;
@@ -137,7 +139,12 @@ fn bench(c: &mut Criterion) {
         .unwrap();
     let (sim, db, gw, key, direct) = rt.block_on(async {
         let sim = common::start_sim().await;
-        let db = TestDb::new(Backend::Sqlite).await;
+        let mut db = TestDb::new(Backend::Sqlite).await;
+        // `PIXGW_BENCH_SQLITE_SYNCHRONOUS=normal` measures the faster, less durable setting
+        // against the default FULL.
+        if let Ok(mode) = std::env::var("PIXGW_BENCH_SQLITE_SYNCHRONOUS") {
+            db.url = format!("{}?synchronous={mode}", db.url);
+        }
         // Ultra 2: thousands of charges a run stay far below its monthly count.
         let merchant = create_merchant_on(&db, "Bench", "ultra_2");
         let options = GatewayOptions {

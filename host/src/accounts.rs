@@ -75,6 +75,9 @@ pub enum AccountError {
     AddressLocked { minutes: i64 },
     #[error("this account belongs to no merchant any more")]
     NoMembership,
+    /// The merchant requires single sign-on for everyone but its owners.
+    #[error("this merchant requires signing in with SSO")]
+    SsoRequired,
     #[error("this invitation link is not valid: it was used, revoked or never issued")]
     InvitationInvalid,
     #[error("this invitation expired; ask for a new one")]
@@ -101,6 +104,7 @@ impl AccountError {
             AccountError::AccountLocked { .. } => "error.account_locked",
             AccountError::AddressLocked { .. } => "error.address_locked",
             AccountError::NoMembership => "error.no_membership",
+            AccountError::SsoRequired => "sso.error.password_refused",
             AccountError::InvitationInvalid => "error.invitation_invalid",
             AccountError::InvitationExpired => "error.invitation_expired",
             AccountError::AlreadyMember(_) => "error.already_member",
@@ -295,20 +299,33 @@ pub async fn sign_in(
         return Err(AccountError::WrongCredentials);
     };
     app.store.clear_sign_in_failures(&account_key).await?;
-    let (merchant_id, _) = app
+    let (merchant_id, role) = app
         .store
         .memberships_of(&user.id)
         .await?
         .into_iter()
         .next()
         .ok_or(AccountError::NoMembership)?;
+    if crate::sso::password_refused(app, &merchant_id, role).await? {
+        let caller = caller_for(&user, &merchant_id, Environment::Test, ip);
+        audit::record(
+            &app.store,
+            &caller,
+            "sso.password_refused",
+            None,
+            "password sign-in refused: this merchant requires SSO",
+        )
+        .await?;
+        return Err(AccountError::SsoRequired);
+    }
     let session = start_session(app, &user, &merchant_id, ip).await?;
     let caller = caller_for(&user, &merchant_id, session.record.environment, ip);
     audit::record(&app.store, &caller, "session.sign_in", None, "signed in").await?;
     Ok(session)
 }
 
-async fn start_session(
+/// A new session of `user` at the merchant (after a password or an SSO sign-in).
+pub(crate) async fn start_session(
     app: &App,
     user: &UserRecord,
     merchant_id: &str,

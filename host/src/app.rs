@@ -18,8 +18,13 @@ pub struct AppConfig {
     pub rate_limit: u32,
     /// Charges created from public payment links per client address and minute (0: no limit).
     pub checkout_rate_limit: u32,
+    /// Failed API-key authentications per client address and minute before its requests get
+    /// 429 (0: no limit).
+    pub auth_failure_limit: u32,
     pub breaker: crate::routing::BreakerConfig,
     pub reconciler: crate::reconciler::ReconcilerConfig,
+    /// Charge creation (idempotency locks).
+    pub charges: crate::charges::ChargesConfig,
     /// Dashboard sessions.
     pub sessions: crate::accounts::SessionConfig,
     /// Where sale evidence photos are kept.
@@ -42,6 +47,8 @@ pub struct App {
     pub rate_limiter: crate::rate_limit::RateLimiter,
     /// Charges created from public payment links, per client address.
     pub checkout_limiter: crate::rate_limit::RateLimiter,
+    /// Failed API-key authentications, per client address.
+    pub auth_failures: crate::rate_limit::RateLimiter,
     /// PSP health for the router.
     pub breaker: crate::routing::Breaker,
 }
@@ -61,6 +68,7 @@ impl App {
             checkout_limiter: crate::rate_limit::RateLimiter::per_minute(
                 config.checkout_rate_limit,
             ),
+            auth_failures: crate::rate_limit::RateLimiter::per_minute(config.auth_failure_limit),
             breaker: crate::routing::Breaker::new(config.breaker.clone()),
             config,
         })

@@ -67,6 +67,17 @@ pub fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
     Ok(std::time::Duration::from_millis(ms))
 }
 
+/// Parses a lease: a duration of at least 300 ms (it is renewed every third of it).
+pub fn parse_lease(text: &str) -> Result<std::time::Duration, String> {
+    let lease = parse_duration(text)?;
+    if lease < std::time::Duration::from_millis(300) {
+        return Err(format!(
+            "a lease of {text:?} is too short: give at least 300ms"
+        ));
+    }
+    Ok(lease)
+}
+
 /// Parses a comma-separated list of durations.
 pub fn parse_durations(text: &str) -> Result<Vec<std::time::Duration>, String> {
     let list: Vec<_> = text
@@ -100,6 +111,11 @@ mod tests {
             "\"5 minutes\" is not a duration like 500ms, 10s, 5m, 2h or 3d"
         );
         assert!(parse_durations("").is_err());
+        assert_eq!(parse_lease("2s").unwrap(), Duration::from_secs(2));
+        assert_eq!(
+            parse_lease("100ms").unwrap_err(),
+            "a lease of \"100ms\" is too short: give at least 300ms"
+        );
     }
 
     use super::*;

@@ -10,6 +10,7 @@
 //! - [`webhooks`]: PSP notifications in, signed events out; [`reconciler`]: asks PSPs about
 //!   charges that can still change; [`live`]: status changes for live screens.
 //! - [`metrics`]: Prometheus metrics; [`rate_limit`]: requests per API key.
+//! - [`supervisor`]: background tasks restarted after a panic.
 //! - [`web`]: the merchant dashboard (`/dashboard`); [`accounts`]: people, passwords, sessions
 //!   and invitations; [`policy`]: who may do what; [`audit`]: every change with its actor.
 //! - [`api_keys`]: issuing, listing and revoking merchants' API keys (CLI and dashboard).
@@ -21,8 +22,10 @@
 //!   swept after the plan's retention days.
 //! - [`evidence`]: sale evidence, a photo and the place attached to a paid charge, kept outside
 //!   the database for 180 days.
+//! - [`sso`]: single sign-on to the dashboard with the merchant's OpenID Connect provider.
 
 pub mod accounts;
+pub mod adapter_tools;
 pub mod api;
 pub mod api_keys;
 pub mod app;
@@ -42,8 +45,10 @@ pub mod reconciler;
 pub mod retention;
 pub mod routing;
 pub mod runtime;
+pub mod sso;
 pub mod statement;
 pub mod store;
+pub mod supervisor;
 pub mod vault;
 pub mod web;
 pub mod webhooks;

@@ -1,6 +1,8 @@
 //! `pixgw`: the gateway binary. Reads settings, then hands over to the library.
 
 use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
 
 use clap::{Parser, Subcommand};
 use pixgw::api_keys;
@@ -136,8 +138,10 @@ enum KeyCommand {
 
 #[derive(Subcommand)]
 enum VaultCommand {
-    /// Re-encrypt every secret under PIXGW_MASTER_KEY; the old key goes in
-    /// PIXGW_MASTER_KEY_PREVIOUS for the run.
+    /// Re-encrypt every secret (credentials, webhook tokens, webhook endpoints' signing
+    /// secrets) under PIXGW_MASTER_KEY; the old key goes in PIXGW_MASTER_KEY_PREVIOUS. Safe
+    /// while gateways run, once they were restarted with the same two variables: rows are
+    /// swapped one by one, never over a change saved meanwhile.
     Rotate,
 }
 
@@ -165,6 +169,19 @@ struct ServeArgs {
     /// Delays between webhook delivery attempts (the default: 10 attempts over 75 hours).
     #[arg(long, env = "PIXGW_WEBHOOK_RETRY_DELAYS", default_value = "1m,5m,30m,2h,5h,10h,14h,20h,24h", value_parser = pixgw::config::parse_durations)]
     webhook_retry_delays: std::vec::Vec<std::time::Duration>,
+    /// How long one webhook delivery attempt may take, answer included.
+    #[arg(long, env = "PIXGW_WEBHOOK_TIMEOUT", default_value = "15s", value_parser = pixgw::config::parse_duration)]
+    webhook_timeout: std::time::Duration,
+    /// Lease of a delivery in flight, renewed while the attempt runs: after a crash, another
+    /// (or the restarted) gateway delivers within this long.
+    #[arg(long, env = "PIXGW_WEBHOOK_LEASE", default_value = "10s", value_parser = pixgw::config::parse_lease)]
+    webhook_lease: std::time::Duration,
+    /// Webhook attempts this gateway runs at once (at most 4 to one endpoint).
+    #[arg(long, env = "PIXGW_WEBHOOK_CONCURRENCY", default_value_t = 32)]
+    webhook_concurrency: usize,
+    /// Webhook endpoints a merchant may have per environment when its plan sets no limit.
+    #[arg(long, env = "PIXGW_MAX_WEBHOOK_ENDPOINTS", default_value_t = 50)]
+    max_webhook_endpoints: u64,
     /// When the reconciler asks PSPs about a charge after its creation; the last delay repeats.
     #[arg(long, env = "PIXGW_RECONCILE_SCHEDULE", default_value = "10s,30s,1m,2m,5m,10m,15m", value_parser = pixgw::config::parse_durations)]
     reconcile_schedule: std::vec::Vec<std::time::Duration>,
@@ -178,10 +195,43 @@ struct ServeArgs {
     /// if it likes (0: no limit).
     #[arg(long, env = "PIXGW_CHECKOUT_RATE_LIMIT", default_value_t = 20)]
     checkout_rate_limit: u32,
+    /// Failed API-key authentications a client address may make per minute; past them its
+    /// requests get 429 until a minute's share has passed (0: no limit). Behind a proxy every
+    /// client shares the proxy's address.
+    #[arg(long, env = "PIXGW_AUTH_FAILURE_LIMIT", default_value_t = 30)]
+    auth_failure_limit: u32,
+    /// Run without PIXGW_MASTER_KEY, sealing PSP secrets with a key generated into
+    /// `<data dir>/master.key`: for development and tests only. Without this flag `serve`
+    /// refuses to start when PIXGW_MASTER_KEY is not set.
+    #[arg(long, env = "PIXGW_INSECURE_DEV_MASTER_KEY")]
+    insecure_dev_master_key: bool,
     /// After this long, a charge whose create's outcome stayed unknown is settled: canceled at
     /// the PSP if it turned up there, forgotten if not.
     #[arg(long, env = "PIXGW_ORPHAN_AGE", default_value = "10m", value_parser = pixgw::config::parse_duration)]
     orphan_age: std::time::Duration,
+    /// How long the reconciler holds a charge without renewing its lease (renewed while the
+    /// check runs): after a crash, other gateways or this one restarted take it up this soon.
+    #[arg(long, env = "PIXGW_RECONCILE_LEASE", default_value = "15s", value_parser = pixgw::config::parse_duration)]
+    reconcile_lease: std::time::Duration,
+    /// Charges the reconciler checks at once.
+    #[arg(long, env = "PIXGW_RECONCILE_CONCURRENCY", default_value_t = 16)]
+    reconcile_concurrency: usize,
+    /// The longest one reconciler check may take; then it is retried later.
+    #[arg(long, env = "PIXGW_RECONCILE_TIMEOUT", default_value = "2m", value_parser = pixgw::config::parse_duration)]
+    reconcile_timeout: std::time::Duration,
+    /// How long a charge request's Idempotency-Key lock lasts unrenewed (the request renews it
+    /// while it runs): after a crash, a retry with the key resumes after this long.
+    #[arg(long, env = "PIXGW_IDEMPOTENCY_LOCK", default_value = "30s", value_parser = pixgw::config::parse_duration)]
+    idempotency_lock: std::time::Duration,
+    /// Adapter calls running at once across all PSPs (the instance pool's size).
+    #[arg(long, env = "PIXGW_MAX_ADAPTER_CALLS", default_value_t = 256)]
+    max_adapter_calls: u32,
+    /// Adapter calls running at once to any one PSP, so a slow PSP cannot take every slot.
+    #[arg(long, env = "PIXGW_MAX_ADAPTER_CALLS_PER_PSP", default_value_t = 64)]
+    max_adapter_calls_per_psp: u32,
+    /// How long a call waits for a free slot before the request is answered 503 `gateway_busy`.
+    #[arg(long, env = "PIXGW_ADAPTER_QUEUE_TIMEOUT", default_value = "5s", value_parser = pixgw::config::parse_duration)]
+    adapter_queue_timeout: std::time::Duration,
     /// Consecutive `unavailable` answers after which the router skips a PSP credential.
     #[arg(long, env = "PIXGW_BREAKER_THRESHOLD", default_value_t = 5)]
     breaker_threshold: u32,
@@ -210,11 +260,61 @@ struct ServeArgs {
 
 #[derive(Subcommand)]
 enum PluginsCommand {
-    /// Load every adapter of a directory, validate it, and print its manifest.
+    /// Load adapters exactly as `serve` would, print each manifest whole, and exit non-zero when
+    /// the directory is missing or empty, or a file fails or would be skipped.
     Check {
-        #[arg(long, env = "PIXGW_PLUGIN_DIR", default_value = default_plugin_dir())]
-        dir: PathBuf,
+        /// A plugin directory or one `<id>.wasm` file.
+        #[arg(env = "PIXGW_PLUGIN_DIR", default_value = default_plugin_dir())]
+        path: PathBuf,
+        /// The same, as an option (older scripts).
+        #[arg(long, conflicts_with = "path", hide = true)]
+        dir: Option<PathBuf>,
         /// Reuse (and fill) this compile cache instead of compiling from scratch.
+        #[arg(long, env = "PIXGW_COMPILE_CACHE_DIR")]
+        compile_cache_dir: Option<PathBuf>,
+    },
+    /// Create a new adapter crate that builds on its own, outside any pixgw checkout.
+    New {
+        /// The provider id (lowercase): the adapter's file name and its `provider` value.
+        id: String,
+        /// A bank on the central bank's Pix API: the crate is the bank's facts only.
+        #[arg(long)]
+        central_bank: bool,
+        /// The PSP's display name (default: from the id).
+        #[arg(long)]
+        name: Option<String>,
+        /// Where to create the crate (default: `./pixgw-plugin-<id>`).
+        #[arg(long)]
+        dir: Option<PathBuf>,
+        /// The SDK's source directory (default: the checkout this pixgw was built from, if
+        /// present; otherwise the published `pixgw-plugin-sdk`).
+        #[arg(long)]
+        sdk: Option<PathBuf>,
+    },
+    /// Build an adapter crate for wasm32-wasip2, check it, and only then put `<id>.wasm` into
+    /// `--out` with one rename (a gateway watching that directory hot-reloads it).
+    Build {
+        /// The adapter crate's directory.
+        #[arg(default_value = ".")]
+        crate_dir: PathBuf,
+        /// The plugin directory to install into.
+        #[arg(long, default_value = "dist")]
+        out: PathBuf,
+        #[arg(long, env = "PIXGW_COMPILE_CACHE_DIR")]
+        compile_cache_dir: Option<PathBuf>,
+    },
+    /// Drive a charge's whole life through one adapter against the PSP simulator, as the gateway
+    /// would: credentials, create (twice), query, pay, notification, cancel, refusals.
+    Conformance {
+        /// The adapter component, `<id>.wasm`.
+        file: PathBuf,
+        /// The simulator's control URL (`cargo xtask demo` starts one on this address).
+        #[arg(long, default_value = "http://127.0.0.1:7070")]
+        sim: String,
+        /// The simulated PSP whose protocol the adapter speaks (`bradesco` for the standard
+        /// central-bank API).
+        #[arg(long = "as")]
+        as_provider: String,
         #[arg(long, env = "PIXGW_COMPILE_CACHE_DIR")]
         compile_cache_dir: Option<PathBuf>,
     },
@@ -237,41 +337,7 @@ async fn main() -> anyhow::Result<()> {
         .init();
     match Cli::parse().command {
         Command::Serve(args) => serve(*args).await?,
-        Command::Plugins {
-            command:
-                PluginsCommand::Check {
-                    dir,
-                    compile_cache_dir,
-                },
-        } => {
-            let runtime = Runtime::new(RuntimeConfig {
-                plugin_dir: dir,
-                compile_cache_dir,
-                ..Default::default()
-            })?;
-            let mut failed = false;
-            for result in runtime.load_all().await {
-                match result {
-                    Ok(id) => {
-                        let adapter = runtime.adapter(&id).expect("just loaded");
-                        let m = adapter.manifest();
-                        println!(
-                            "ok     {id:<12} {} ({}) sha256 {}",
-                            m.display_name,
-                            m.kind,
-                            &adapter.version()[..12]
-                        );
-                    }
-                    Err(e) => {
-                        failed = true;
-                        println!("FAILED {e}");
-                    }
-                }
-            }
-            if failed {
-                std::process::exit(1);
-            }
-        }
+        Command::Plugins { command } => plugins(command).await?,
         Command::Migrate(db) => {
             open_store(&db).await?;
             println!("database schema is up to date");
@@ -414,10 +480,14 @@ async fn main() -> anyhow::Result<()> {
         } => {
             let store = open_store(&db).await?;
             let vault = open_vault(&db)?;
-            let (examined, resealed) = pixgw::credentials::rotate_all(&store, &vault).await?;
+            let rotated = pixgw::credentials::rotate_all(&store, &vault).await?;
             println!(
-                "{examined} credentials examined, {resealed} secrets re-encrypted under key {}",
-                vault.current_key_id()
+                "{} credentials examined, {} secrets re-encrypted under key {} ({} webhook \
+                 endpoints examined)",
+                rotated.credentials,
+                rotated.resealed,
+                vault.current_key_id(),
+                rotated.endpoints
             );
         }
     }
@@ -451,7 +521,94 @@ fn open_vault(db: &DatabaseArgs) -> anyhow::Result<Vault> {
     Ok(vault)
 }
 
+/// `pixgw plugins …`: the commands live in `pixgw::adapter_tools`; this prints and sets the exit
+/// code.
+async fn plugins(command: PluginsCommand) -> anyhow::Result<()> {
+    use pixgw::adapter_tools::{build, check, conformance, scaffold};
+    match command {
+        PluginsCommand::Check {
+            path,
+            dir,
+            compile_cache_dir,
+        } => {
+            let verdicts = check::check(&dir.unwrap_or(path), compile_cache_dir).await?;
+            print!("{}", check::render(&verdicts));
+            if !verdicts.iter().all(check::Verdict::passed) {
+                std::process::exit(1);
+            }
+        }
+        PluginsCommand::New {
+            id,
+            central_bank,
+            name,
+            dir,
+            sdk,
+        } => {
+            let dir = dir.unwrap_or_else(|| PathBuf::from(format!("pixgw-plugin-{id}")));
+            let sdk = sdk.or_else(scaffold::sdk_of_this_build);
+            scaffold::scaffold(&scaffold::NewAdapter {
+                id: id.clone(),
+                name,
+                central_bank,
+                dir: dir.clone(),
+                sdk: sdk.clone(),
+            })?;
+            println!("created {} (adapter `{id}`)", dir.display());
+            match sdk {
+                Some(sdk) => println!("  the SDK: {}", sdk.display()),
+                None => println!(
+                    "  the SDK: pixgw-plugin-sdk 0.1 from crates.io (--sdk <dir> for a checkout's)"
+                ),
+            }
+            println!(
+                "next:\n  cd {}\n  cargo test\n  pixgw plugins build . --out dist",
+                dir.display()
+            );
+        }
+        PluginsCommand::Build {
+            crate_dir,
+            out,
+            compile_cache_dir,
+        } => {
+            let built = build::build(&crate_dir, &out, compile_cache_dir).await?;
+            print!("{}", built.report);
+            println!("installed {}", built.installed.display());
+        }
+        PluginsCommand::Conformance {
+            file,
+            sim,
+            as_provider,
+            compile_cache_dir,
+        } => {
+            let steps = conformance::run(&conformance::Options {
+                file,
+                sim,
+                as_provider,
+                compile_cache_dir,
+            })
+            .await?;
+            print!("{}", conformance::render(&steps));
+            if steps.iter().any(conformance::Step::failed) {
+                std::process::exit(1);
+            }
+        }
+    }
+    Ok(())
+}
+
 async fn serve(args: ServeArgs) -> anyhow::Result<()> {
+    // Before anything else: a production gateway that quietly generated its own key would seal
+    // merchants' secrets under a file nobody backs up.
+    let has_master_key = std::env::var(pixgw::vault::MASTER_KEY_ENV).is_ok_and(|v| !v.is_empty());
+    anyhow::ensure!(
+        has_master_key || args.insecure_dev_master_key,
+        "{} is not set. Generate a key with `openssl rand -base64 32`, keep it safe, and set \
+         {} to it. For development only, pass --insecure-dev-master-key (or set \
+         PIXGW_INSECURE_DEV_MASTER_KEY=true) to use a key generated into {}.",
+        pixgw::vault::MASTER_KEY_ENV,
+        pixgw::vault::MASTER_KEY_ENV,
+        args.db.data_dir.join(pixgw::vault::DEV_KEY_FILE).display()
+    );
     let mut trusted_ca_pem = Vec::new();
     for path in &args.trusted_ca {
         let pem = std::fs::read_to_string(path)
@@ -464,6 +621,14 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         trusted_ca_pem,
         endpoint_overrides: pixgw::config::parse_endpoint_overrides(&args.endpoint_overrides)
             .map_err(anyhow::Error::msg)?,
+        limits: pixgw::runtime::Limits {
+            max_concurrent_calls: args.max_adapter_calls.max(1),
+            ..Default::default()
+        },
+        admission: pixgw::runtime::AdmissionConfig {
+            per_psp: args.max_adapter_calls_per_psp.max(1),
+            queue_timeout: args.adapter_queue_timeout,
+        },
         ..Default::default()
     };
     let runtime = Runtime::new(config)?;
@@ -492,12 +657,17 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         base_url: base_url.clone(),
         rate_limit: args.rate_limit,
         checkout_rate_limit: args.checkout_rate_limit,
+        auth_failure_limit: args.auth_failure_limit,
         breaker: pixgw::routing::BreakerConfig {
             threshold: args.breaker_threshold.max(1),
             cooldown: args.breaker_cooldown,
         },
         delivery: pixgw::webhooks::outbound::DeliveryConfig {
             retry_delays: args.webhook_retry_delays,
+            timeout: args.webhook_timeout,
+            lease: args.webhook_lease,
+            concurrency: args.webhook_concurrency.max(1),
+            max_endpoints: args.max_webhook_endpoints,
             poll_interval: args.worker_poll,
             destinations: pixgw::webhooks::destination::DestinationPolicy {
                 allow_private: args.allow_private_webhook_urls,
@@ -509,6 +679,12 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
             grace: args.reconcile_grace,
             poll_interval: args.worker_poll,
             orphan_age: args.orphan_age,
+            lease: args.reconcile_lease,
+            concurrency: args.reconcile_concurrency.max(1),
+            item_timeout: args.reconcile_timeout,
+        },
+        charges: pixgw::charges::ChargesConfig {
+            idempotency_lock: args.idempotency_lock,
         },
         sessions: pixgw::accounts::SessionConfig {
             idle: args.session_idle_timeout,
@@ -527,17 +703,32 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
             vault: app.vault.clone(),
         },
     ));
-    // Background work; each task ends with the process.
+    // Background work, each loop restarted after a panic (logged, counted in /metrics); each
+    // ends with the process.
+    let poll = args.worker_poll;
+    let backoff = pixgw::supervisor::Backoff::default();
+    let supervise = |name: &'static str, run: fn(Arc<pixgw::app::App>, Duration) -> Task| {
+        let app = app.clone();
+        pixgw::supervisor::supervise(name, backoff, move || run(app.clone(), poll))
+    };
+    let deliver = {
+        let (app, deliverer) = (app.clone(), deliverer.clone());
+        pixgw::supervisor::supervise("webhook_delivery", backoff, move || {
+            let (app, deliverer) = (app.clone(), deliverer.clone());
+            Box::pin(async move { deliverer.run(app).await }) as Task
+        })
+    };
     let tasks = [
-        tokio::spawn(sweep_idempotency_keys(app.clone())),
-        tokio::spawn(deliverer.run(app.clone())),
-        tokio::spawn(pixgw::reconciler::run(app.clone())),
-        tokio::spawn(pixgw::retention::run(app.clone())),
-        tokio::spawn(pixgw::evidence::run_sweeper(app.clone())),
-        tokio::spawn(pixgw::webhooks::inbound::retry_unprocessed(
-            app.clone(),
-            args.worker_poll * 5,
-        )),
+        supervise("sweeper", |app, _| Box::pin(sweep_idempotency_keys(app))),
+        deliver,
+        supervise("reconciler", |app, _| Box::pin(pixgw::reconciler::run(app))),
+        supervise("retention", |app, _| Box::pin(pixgw::retention::run(app))),
+        supervise("evidence_sweeper", |app, _| {
+            Box::pin(pixgw::evidence::run_sweeper(app))
+        }),
+        supervise("inbound_retry", |app, poll| {
+            Box::pin(pixgw::webhooks::inbound::retry_unprocessed(app, poll * 5))
+        }),
     ];
     let router = pixgw::api::router(app);
     tracing::info!(%addr, "pixgw listening");
@@ -560,6 +751,9 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     tracing::info!("pixgw stopped");
     Ok(())
 }
+
+/// A background loop, as the supervisor starts it.
+type Task = std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>;
 
 /// Expired idempotency keys, adapter cache entries and dashboard sessions go hourly.
 async fn sweep_idempotency_keys(app: std::sync::Arc<pixgw::app::App>) {

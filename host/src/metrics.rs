@@ -8,8 +8,14 @@
 //! - `pixgw_psp_http_duration_seconds{provider, outcome}`: one HTTP exchange with a PSP (its
 //!   latency), `outcome` the HTTP status or the transport failure
 //! - `pixgw_charges_total{provider, status}`: charges reaching each status
-//! - `pixgw_psp_unavailable_total{provider, credential}` and
-//!   `pixgw_psp_consecutive_unavailable{provider, credential}`: the router's view of PSP health
+//! - `pixgw_psp_unavailable_total{provider}` and `pixgw_psp_circuits_opened_total{provider}`:
+//!   the router's view of PSP health
+//! - `pixgw_background_task_restarts_total{task, reason}`: a background loop that panicked
+//!   (`reason="panic"`) or returned, and was started again
+//!
+//! `/metrics` answers anyone who can reach it, so no label names a merchant or one of their
+//! credentials: every label takes a handful of values (an adapter id, an outcome, a route
+//! template).
 
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
@@ -85,23 +91,23 @@ pub fn psp_http(
         .record(elapsed.as_secs_f64());
 }
 
-/// A PSP answer as the router's health sees it: `unavailable` or not, and the run of
-/// consecutive `unavailable` answers of that credential.
-pub fn psp_health(
-    provider: &str,
-    credential: &str,
-    consecutive_unavailable: u32,
-    unavailable: bool,
-) {
-    let labels = [
-        ("provider", provider.to_owned()),
-        ("credential", credential.to_owned()),
-    ];
-    metrics::gauge!("pixgw_psp_consecutive_unavailable", &labels)
-        .set(f64::from(consecutive_unavailable));
+/// A PSP answer as the router's health sees it: `unavailable` or not, and whether it opened
+/// the credential's circuit. By provider only: credential ids stay out of `/metrics`.
+pub fn psp_health(provider: &str, unavailable: bool, circuit_opened: bool) {
     if unavailable {
-        metrics::counter!("pixgw_psp_unavailable_total", &labels).increment(1);
+        metrics::counter!("pixgw_psp_unavailable_total", "provider" => provider.to_owned())
+            .increment(1);
     }
+    if circuit_opened {
+        metrics::counter!("pixgw_psp_circuits_opened_total", "provider" => provider.to_owned())
+            .increment(1);
+    }
+}
+
+/// A supervised background task (see [`crate::supervisor`]) is being started again.
+pub fn task_restart(task: &'static str, reason: &'static str) {
+    metrics::counter!("pixgw_background_task_restarts_total", "task" => task, "reason" => reason)
+        .increment(1);
 }
 
 /// A charge reached `status` (created ones reach `pending`).

@@ -243,7 +243,7 @@ pub fn name(input: &str) -> Result<String, LinkError> {
     if name.is_empty() {
         return Err(LinkError::NameMissing);
     }
-    if name.chars().count() > MAX_NAME_CHARS || name.chars().any(char::is_control) {
+    if name.chars().count() > MAX_NAME_CHARS || crate::domain::control_character(name).is_some() {
         return Err(LinkError::NameInvalid);
     }
     Ok(name.to_owned())

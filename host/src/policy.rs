@@ -2,8 +2,8 @@
 //! forms and the API all ask [`allows`]; nothing else decides.
 //!
 //! - **owner**: everything.
-//! - **manager**: sees everything but the adapters and the plan, runs the day (cashier, cancel
-//!   a charge, redeliver an event), changes no configuration.
+//! - **manager**: sees everything but the adapters, the plan and single sign-on, runs the day
+//!   (cashier, cancel a charge, redeliver an event), changes no configuration.
 //! - **cashier**: the cashier, and only the sales they made (with their evidence).
 //! - **read-only**: sees what a manager sees, changes nothing.
 //!
@@ -89,10 +89,12 @@ pub enum Action {
     AttachEvidence,
     /// The plan page: the plan, its usage, the change of plan.
     ManagePlan,
+    /// Single sign-on: the identity provider, its domains and roles, requiring it.
+    ManageSso,
 }
 
 impl Action {
-    pub const ALL: [Action; 22] = [
+    pub const ALL: [Action; 23] = [
         Action::ViewOverview,
         Action::ViewAllCharges,
         Action::ViewCharges,
@@ -115,6 +117,7 @@ impl Action {
         Action::ViewEvidence,
         Action::AttachEvidence,
         Action::ManagePlan,
+        Action::ManageSso,
     ];
 }
 
@@ -133,6 +136,7 @@ pub fn allows(role: Role, action: Action) -> bool {
                 | ViewAdapters
                 | ManagePaymentLinks
                 | ManagePlan
+                | ManageSso
         ),
         Role::Cashier => matches!(
             action,
@@ -162,7 +166,7 @@ mod tests {
     /// The whole matrix, row by row: a change to the policy shows up here as a diff.
     #[test]
     fn the_matrix() {
-        let rows: [(Action, [bool; 4]); 22] = [
+        let rows: [(Action, [bool; 4]); 23] = [
             //                        owner  manager cashier read-only
             (ViewOverview, [true, true, true, true]),
             (ViewAllCharges, [true, true, false, true]),
@@ -186,6 +190,7 @@ mod tests {
             (ViewEvidence, [true, true, true, true]),
             (AttachEvidence, [true, true, true, false]),
             (ManagePlan, [true, false, false, false]),
+            (ManageSso, [true, false, false, false]),
         ];
         assert_eq!(rows.len(), Action::ALL.len(), "every action has a row");
         for (action, expected) in rows {
@@ -208,6 +213,7 @@ mod tests {
             ManagePaymentLinks,
             AttachEvidence,
             ManagePlan,
+            ManageSso,
         ] {
             assert!(!allows(Role::ReadOnly, action), "{action:?}");
         }

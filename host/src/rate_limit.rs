@@ -1,7 +1,10 @@
 //! Token buckets per key, in this process: requests per API key and second ([`RateLimiter::new`]:
 //! a key over its rate gets 429 with `Retry-After`; bursts up to twice the rate pass), and
 //! actions per key and minute ([`RateLimiter::per_minute`]: charges created from public payment
-//! links, per client address). Buckets refill continuously.
+//! links, failed API-key authentications, per client address). Buckets refill continuously.
+//! [`RateLimiter::check`] takes a token; [`RateLimiter::exhausted`] only looks, for limits that
+//! count failures: a request is refused while its address has no token left, and a token is
+//! taken only when the request fails.
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
@@ -36,6 +39,17 @@ impl RateLimiter {
             burst: f64::from(per_minute),
             buckets: Mutex::default(),
         }
+    }
+
+    /// Whether `key` has no token left, and if so how long until one is there; takes nothing.
+    pub fn exhausted(&self, key: &str) -> Option<Duration> {
+        if self.per_second == 0.0 {
+            return None;
+        }
+        let buckets = self.buckets.lock();
+        let (tokens, at) = buckets.get(key)?;
+        let tokens = (tokens + at.elapsed().as_secs_f64() * self.per_second).min(self.burst);
+        (tokens < 1.0).then(|| Duration::from_secs_f64((1.0 - tokens) / self.per_second))
     }
 
     /// Takes one token for `key`, or says how long until one is there.
@@ -98,5 +112,24 @@ mod tests {
         );
         assert!(limiter.check("10.0.0.2").is_ok());
         assert!(RateLimiter::per_minute(0).check("10.0.0.1").is_ok());
+    }
+
+    #[test]
+    fn looking_takes_no_token() {
+        let limiter = RateLimiter::per_minute(2);
+        assert_eq!(limiter.exhausted("10.0.0.1"), None, "never seen");
+        for _ in 0..5 {
+            assert_eq!(limiter.exhausted("10.0.0.1"), None);
+        }
+        limiter.check("10.0.0.1").unwrap();
+        assert_eq!(limiter.exhausted("10.0.0.1"), None, "one token left");
+        limiter.check("10.0.0.1").unwrap();
+        let wait = limiter.exhausted("10.0.0.1").expect("no token left");
+        assert!(
+            wait <= Duration::from_secs(30) && wait > Duration::from_secs(29),
+            "{wait:?}"
+        );
+        assert_eq!(limiter.exhausted("10.0.0.2"), None);
+        assert_eq!(RateLimiter::per_minute(0).exhausted("10.0.0.1"), None);
     }
 }

@@ -5,7 +5,17 @@
 //!
 //! Checks follow [`ReconcilerConfig::schedule`] after the charge is created, then repeat at its
 //! last interval. Due charges are leased, so several gateways on one PostgreSQL never check the
-//! same charge at once, and a gateway that dies mid-check leaves the charge to the others.
+//! same charge at once; a lease is short ([`ReconcilerConfig::lease`]) and renewed while its
+//! check runs, so a gateway that dies mid-check (even `kill -9`) leaves the charge to the
+//! others, or to itself restarted, within one lease.
+//!
+//! Each charge is checked on its own task, at most [`ReconcilerConfig::concurrency`] at once and
+//! each within [`ReconcilerConfig::item_timeout`]: a slow PSP holds up its own charges only,
+//! never a batch with other merchants' charges in it.
+//!
+//! Before an unpaid charge is declared expired, it is canceled at the PSP where the PSP can
+//! cancel, so no payment can arrive after the merchant was told it expired; if the PSP answers
+//! that it was paid, it is paid.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -28,6 +38,13 @@ pub struct ReconcilerConfig {
     /// A charge left `creating` this long (its create's outcome unknown, and no retry resumed
     /// it) is settled: canceled at the PSP if it exists there, forgotten if not.
     pub orphan_age: Duration,
+    /// How long a charge stays leased to a reconciler without renewal; renewed every third of
+    /// it while the check runs.
+    pub lease: Duration,
+    /// Checks running at once.
+    pub concurrency: usize,
+    /// The longest one check (query, cancel) may take before it is abandoned and retried later.
+    pub item_timeout: Duration,
 }
 
 impl Default for ReconcilerConfig {
@@ -38,6 +55,9 @@ impl Default for ReconcilerConfig {
             grace: s(300),
             poll_interval: s(1),
             orphan_age: s(600),
+            lease: s(15),
+            concurrency: 16,
+            item_timeout: s(120),
         }
     }
 }
@@ -56,38 +76,124 @@ impl ReconcilerConfig {
     }
 }
 
-const LEASE_MS: i64 = 120_000;
-const BATCH: i64 = 16;
-
 /// Runs until the task is dropped.
 pub async fn run(app: Arc<App>) {
+    let config = &app.config.reconciler;
+    let owner = format!("reconciler_{}", uuid::Uuid::new_v4().simple());
+    let lease_ms = config.lease.as_millis().max(3) as i64;
+    let concurrency = config.concurrency.max(1);
+    let mut running = tokio::task::JoinSet::new();
     loop {
-        let orphan_age = app.config.reconciler.orphan_age.as_millis() as i64;
-        match app
-            .store
-            .claim_stale_creating(orphan_age, LEASE_MS, BATCH)
-            .await
-        {
-            Ok(stale) => {
-                for charge in stale {
-                    if let Err(e) = settle_orphan(&app, &charge).await {
-                        tracing::warn!(charge = %charge.id, error = %e, "settling an unfinished create failed; will retry");
+        while running.try_join_next().is_some() {}
+        // Take only as much work as there are free places: the rest stays unleased for other
+        // gateways (or for this one as soon as a place frees up).
+        let free = concurrency.saturating_sub(running.len()) as i64;
+        let mut found = 0;
+        if free > 0 {
+            let orphan_age = config.orphan_age.as_millis() as i64;
+            match app
+                .store
+                .claim_stale_creating(&owner, orphan_age, lease_ms, free)
+                .await
+            {
+                Ok(claimed) => {
+                    found += claimed.charges.len();
+                    for charge in claimed.charges {
+                        let (app, mark) = (app.clone(), claimed.mark.clone());
+                        running.spawn(async move {
+                            leased(&app, &charge, &mark, Work::Orphan).await;
+                        });
                     }
-                    let _ = app.store.schedule_check(&charge.id, None).await;
+                }
+                Err(e) => tracing::warn!(error = %e, "reading unfinished creates failed"),
+            }
+        }
+        let free = concurrency.saturating_sub(running.len()) as i64;
+        if free > 0 {
+            match app.store.claim_due_checks(&owner, lease_ms, free).await {
+                Ok(claimed) => {
+                    found += claimed.charges.len();
+                    for charge in claimed.charges {
+                        let (app, mark) = (app.clone(), claimed.mark.clone());
+                        running.spawn(async move {
+                            leased(&app, &charge, &mark, Work::Check).await;
+                        });
+                    }
+                }
+                Err(e) => tracing::warn!(error = %e, "reading charges to reconcile failed"),
+            }
+        }
+        // More may be due at once when this round filled every free place.
+        if found > 0 && running.len() < concurrency {
+            continue;
+        }
+        // Wait for the next poll, or for a place to free up when all are taken.
+        tokio::select! {
+            _ = tokio::time::sleep(config.poll_interval) => {}
+            Some(_) = running.join_next(), if running.len() >= concurrency => {}
+        }
+    }
+}
+
+#[derive(Clone, Copy)]
+enum Work {
+    Orphan,
+    Check,
+}
+
+/// Runs one piece of work on a leased charge: renews the lease while it runs, gives up at the
+/// item timeout, and schedules the next check (which releases the lease).
+async fn leased(app: &App, charge: &ChargeRecord, mark: &str, work: Work) {
+    let config = &app.config.reconciler;
+    let lease_ms = config.lease.as_millis().max(3) as i64;
+    let renew = async {
+        let every = Duration::from_millis(lease_ms as u64 / 3);
+        loop {
+            tokio::time::sleep(every).await;
+            match app
+                .store
+                .renew_check_lease(&charge.id, mark, lease_ms)
+                .await
+            {
+                Ok(true) => {}
+                // Lost (it lapsed and another reconciler has it): stop here.
+                Ok(false) => return,
+                Err(e) => {
+                    tracing::warn!(charge = %charge.id, error = %e, "renewing a reconciler lease failed")
                 }
             }
-            Err(e) => tracing::warn!(error = %e, "reading unfinished creates failed"),
         }
-        match app.store.claim_due_checks(LEASE_MS, BATCH).await {
-            Ok(due) if !due.is_empty() => {
-                let checks = due.into_iter().map(|charge| check(&app, charge));
-                futures::future::join_all(checks).await;
-                continue;
+    };
+    let job = async {
+        match work {
+            Work::Orphan => match settle_orphan(app, charge).await {
+                Ok(()) => {
+                    let _ = app.store.schedule_check(&charge.id, None).await;
+                }
+                // The lease is left to lapse: the retry comes one lease later, not at once.
+                Err(e) => {
+                    tracing::warn!(charge = %charge.id, error = %e, "settling an unfinished create failed; will retry");
+                }
+            },
+            Work::Check => check(app, charge.clone()).await,
+        }
+    };
+    let timed_out = tokio::select! {
+        done = tokio::time::timeout(config.item_timeout, job) => done.is_err(),
+        // The lease is another reconciler's now: leave the charge to it.
+        () = renew => false,
+    };
+    if timed_out {
+        tracing::warn!(charge = %charge.id, provider = %charge.provider, timeout = ?config.item_timeout,
+            "reconciling a charge did not finish; will retry");
+        // An orphan's lease lapses on its own; a check is scheduled as after a failure.
+        if let Work::Check = work {
+            let checks = app.store.check_count(&charge.id).await.unwrap_or(0);
+            let next = Some(now_ms() + config.delay(checks + 1));
+            if let Err(e) = app.store.schedule_check(&charge.id, next).await {
+                tracing::warn!(charge = %charge.id, error = %e, "scheduling the next check failed");
             }
-            Ok(_) => {}
-            Err(e) => tracing::warn!(error = %e, "reading charges to reconcile failed"),
         }
-        tokio::time::sleep(app.config.reconciler.poll_interval).await;
     }
 }
 
@@ -206,12 +312,24 @@ async fn check_one(app: &App, charge: &ChargeRecord) -> Result<bool, ChargeError
         ChargeState::Pending | ChargeState::Expired
     );
     if past_grace && unpaid && psp.payment.is_none() {
+        // Closed at the PSP first, where it can be, so no payment can follow the merchant's
+        // `charge.expired`; the PSP's answer to the cancel is the last word.
+        let psp = match close_at_psp(&adapter, &prepared, &request_id, charge, psp).await? {
+            Closed::Paid(psp) => {
+                let moved = app.apply_psp_view(charge, &psp).await?;
+                return Ok(moved.is_some_and(|m| m.status.is_final()));
+            }
+            Closed::Unpaid(psp) => psp,
+        };
         let moved = app
             .move_charge(
                 &charge.id,
                 &[ChargeState::Pending],
                 ChargeState::Expired,
-                PspUpdate::default(),
+                PspUpdate {
+                    psp_id: Some(psp.psp_id).filter(|id| !id.is_empty()),
+                    ..Default::default()
+                },
                 false,
             )
             .await?;
@@ -221,6 +339,75 @@ async fn check_one(app: &App, charge: &ChargeRecord) -> Result<bool, ChargeError
         return Ok(true);
     }
     Ok(false)
+}
+
+/// What closing a lapsed charge at its PSP found.
+enum Closed {
+    /// The PSP reports it paid after all.
+    Paid(crate::runtime::Charge),
+    /// It can no longer be paid (canceled or lapsed at the PSP), or the PSP cannot cancel.
+    Unpaid(crate::runtime::Charge),
+}
+
+/// Cancels a lapsed, unpaid charge at a PSP that can cancel. A refused cancel is followed by a
+/// query: a charge paid meanwhile is `Paid`, not expired.
+async fn close_at_psp(
+    adapter: &crate::runtime::Adapter,
+    prepared: &crate::runtime::PreparedCredential,
+    request_id: &str,
+    charge: &ChargeRecord,
+    psp: crate::runtime::Charge,
+) -> Result<Closed, ChargeError> {
+    let cancels = adapter
+        .manifest()
+        .capabilities
+        .contains(crate::runtime::Capabilities::CANCEL_CHARGE);
+    if !cancels || state_of(psp.status) == ChargeState::Expired {
+        return Ok(Closed::Unpaid(psp));
+    }
+    let psp_id = Some(psp.psp_id.as_str()).filter(|id| !id.is_empty());
+    let started = std::time::Instant::now();
+    let result = adapter
+        .cancel_charge(prepared, request_id, &charge.reference, psp_id)
+        .await;
+    crate::metrics::psp_call(
+        &charge.provider,
+        "cancel-charge",
+        started.elapsed(),
+        result.is_ok(),
+    );
+    match result {
+        Ok(after) => Ok(match state_of(after.status) {
+            ChargeState::Paid => Closed::Paid(after),
+            ChargeState::Canceled | ChargeState::Expired => Closed::Unpaid(after),
+            // "Canceled" yet still open there: not expired yet; the next check tries again.
+            other => {
+                return Err(ChargeError::BadPspAnswer {
+                    provider: charge.provider.clone(),
+                    detail: format!(
+                        "the charge is still {} there after a cancel",
+                        other.as_str()
+                    ),
+                });
+            }
+        }),
+        // The PSP would not cancel: it lapsed there, or was just paid. Ask once more; a charge
+        // past its expiry that the PSP neither cancels nor reports paid can no longer be paid.
+        Err(CallError::Psp {
+            error: PspError::Rejected(_) | PspError::NotFound(_),
+            ..
+        }) => {
+            let after = adapter
+                .query_charge(prepared, request_id, &charge.reference, psp_id)
+                .await?;
+            Ok(match state_of(after.status) {
+                ChargeState::Paid => Closed::Paid(after),
+                _ if after.payment.is_some() => Closed::Paid(after),
+                _ => Closed::Unpaid(after),
+            })
+        }
+        Err(e) => Err(e.into()),
+    }
 }
 
 #[cfg(test)]

@@ -7,11 +7,13 @@
 //!   atomically, so every gateway on one database shares the queue. A credential's
 //!   `route_limit` is how many consecutive turns it takes (default 1).
 //! - **Failover**: when the PSP whose turn it is certainly created nothing (`rejected`,
-//!   `unavailable`, `bad-credentials`, `not-found`), the next candidate is tried with the same
-//!   reference. When the outcome is unknown (`ambiguous`, an adapter fault), the same PSP is asked
-//!   about the same reference: found → that charge is used; not there → the next candidate;
-//!   still unknown → the request stops with `psp_outcome_unknown` and no other PSP is contacted.
-//!   One request never leaves two live charges.
+//!   `unavailable`, `bad-credentials`, `not-found`, or no call slot freed up for it), the next
+//!   candidate is tried with the same reference. When the outcome is unknown (`ambiguous`, an
+//!   adapter fault), the same PSP is asked about the same reference: found → that charge is used;
+//!   not there → the next candidate; still unknown → the request stops with
+//!   `psp_outcome_unknown` and no other PSP is contacted. One request never leaves two live
+//!   charges, and its retry (same idempotency key) resumes at that same PSP
+//!   ([`App::create_charge`]).
 //! - **Health**: a credential whose PSP answered `unavailable` [`BreakerConfig::threshold`] times
 //!   in a row is skipped for [`BreakerConfig::cooldown`] (a circuit breaker, per gateway).
 
@@ -74,9 +76,11 @@ impl Breaker {
     fn record(&self, credential: &CredentialRecord, unavailable: bool) {
         let mut state = self.state.lock();
         let entry = state.entry(credential.id.clone()).or_default();
+        let mut opened = false;
         if unavailable {
             entry.0 += 1;
             if entry.0 >= self.config.threshold {
+                opened = !entry.1.is_some_and(|until| Instant::now() < until);
                 entry.1 = Some(Instant::now() + self.config.cooldown);
                 tracing::warn!(credential = %credential.id, provider = %credential.provider,
                     failures = entry.0, cooldown = ?self.config.cooldown, "circuit open: skipping this PSP");
@@ -84,7 +88,7 @@ impl Breaker {
         } else {
             *entry = (0, None);
         }
-        crate::metrics::psp_health(&credential.provider, &credential.id, entry.0, unavailable);
+        crate::metrics::psp_health(&credential.provider, unavailable, opened);
     }
 }
 
@@ -100,6 +104,7 @@ pub fn outcome_of(error: &CallError) -> &'static str {
             PspError::InvalidWebhook(_) | PspError::Unsupported(_) => "rejected",
         },
         CallError::Fault { .. } => "fault",
+        CallError::Busy { .. } => "busy",
     }
 }
 
@@ -148,12 +153,8 @@ pub async fn route(
     reference: &Reference,
     request_id: &str,
 ) -> Result<ChargeRecord, ChargeError> {
-    // A resumed request (same idempotency key) carries on with the charge it placed.
-    if let Some(existing) = app.store.charge_by_reference(reference.as_str()).await?
-        && existing.status != ChargeState::Creating
-    {
-        return Ok(existing);
-    }
+    // A resumed request (same idempotency key) was settled at its PSP by
+    // `App::create_charge` before it got here: this is a fresh placement.
     let mut skipped = Vec::new();
     let mut candidates = Vec::new();
     for credential in app

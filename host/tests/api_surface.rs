@@ -157,12 +157,13 @@ async fn credential_checks_on_save(backend: Backend) {
         fields
     };
 
+    // The adapter's own fields refuse what the document (an object of strings) allows: 422.
     let (status, e) = save(with(
         "certificate",
         "-----BEGIN CERTIFICATE-----\nnot base64\n-----END CERTIFICATE-----\n",
     ))
     .await;
-    assert_eq!(status, 400, "{e}");
+    assert_eq!(status, 422, "{e}");
     assert_eq!(e["error"]["param"], "fields.certificate");
 
     // The certificate of one key pair with the private key of another.
@@ -184,7 +185,7 @@ async fn credential_checks_on_save(backend: Backend) {
         two["private_key_pem"].as_str().unwrap()
     );
     let (status, e) = save(with("certificate", &mixed)).await;
-    assert_eq!(status, 400, "{e}");
+    assert_eq!(status, 422, "{e}");
     assert_eq!(e["error"]["param"], "fields.certificate");
     assert!(
         e["error"]["message"]
@@ -199,7 +200,7 @@ async fn credential_checks_on_save(backend: Backend) {
         &self_signed((2020, 1, 1), (2021, 1, 1)),
     ))
     .await;
-    assert_eq!(status, 400, "{e}");
+    assert_eq!(status, 422, "{e}");
     assert!(
         e["error"]["message"]
             .as_str()
@@ -210,7 +211,7 @@ async fn credential_checks_on_save(backend: Backend) {
 
     let only_cert = one["certificate_pem"].as_str().unwrap();
     let (status, e) = save(with("certificate", only_cert)).await;
-    assert_eq!(status, 400, "{e}");
+    assert_eq!(status, 422, "{e}");
     assert!(
         e["error"]["message"]
             .as_str()
@@ -224,13 +225,13 @@ async fn credential_checks_on_save(backend: Backend) {
     let (status, e) = save(no_id).await;
     assert_eq!(
         (status, e["error"]["param"].as_str()),
-        (400, Some("fields.client-id")),
+        (422, Some("fields.client-id")),
         "{e}"
     );
     let (status, e) = save(with("api-key", "x")).await;
     assert_eq!(
         (status, e["error"]["param"].as_str()),
-        (400, Some("fields.api-key")),
+        (422, Some("fields.api-key")),
         "{e}"
     );
 

@@ -387,7 +387,8 @@ async fn what_is_not_a_photo_or_not_ours_is_refused(backend: Backend) {
         "{message}"
     );
 
-    // No photo; a latitude without a longitude; an unknown field.
+    // No photo (400); a latitude without a longitude (well formed, refused by a rule: 422); an
+    // unknown field (400).
     let (status, body) = upload(gw, key, charge, &[("address", "Loja 1")], None).await;
     assert_eq!(
         (status, body["error"]["param"].as_str()),
@@ -398,7 +399,7 @@ async fn what_is_not_a_photo_or_not_ours_is_refused(backend: Backend) {
     let (status, body) = upload(gw, key, charge, &[("latitude", "-23.5")], photo).await;
     assert_eq!(
         (status, body["error"]["param"].as_str()),
-        (400, Some("longitude")),
+        (422, Some("longitude")),
         "{body}"
     );
     let (status, body) = upload(gw, key, charge, &[("lat", "-23.5")], photo).await;

@@ -155,6 +155,7 @@ async fn shop(db: &TestDb, sim: &psp_sim::Sim, receiver_url: &str, extra: &[(&st
         endpoint["events"],
         json!([
             "charge.paid",
+            "charge.underpaid",
             "charge.expired",
             "charge.canceled",
             "charge.failed"
@@ -462,6 +463,16 @@ async fn a_crash_before_delivery_loses_nothing(backend: Backend) {
         )
         .await;
     let event_id = events["data"][0]["id"].as_str().unwrap().to_owned();
+    // A first attempt failed (nobody listens) and is on record before the crash.
+    poll(Duration::from_secs(20), "a failed attempt", async || {
+        let (_, detail) = shop
+            .gw
+            .get(&format!("/v1/events/{event_id}"), &shop.key)
+            .await;
+        let attempts = detail["deliveries"][0]["attempts"].as_array()?.len();
+        (attempts > 0).then_some(())
+    })
+    .await;
     let Shop {
         gw, key, secret, ..
     } = shop;
@@ -470,8 +481,8 @@ async fn a_crash_before_delivery_loses_nothing(backend: Backend) {
     let listener = tokio::net::TcpListener::bind(addr).await.unwrap();
     let (receiver, _) = Receiver::start_on(listener).await;
     let gw = Gateway::start(&db, &sim, &["efi"], options(&retry)).await;
-    // Killed while an attempt was in flight, the old gateway leaves its lease (60 s) behind; the
-    // delivery is then due once the lease runs out.
+    // Killed while an attempt was in flight, the old gateway leaves its lease behind; the
+    // delivery is due again once the (short) lease runs out.
     let paid = receiver
         .wait_for_within("charge.paid", 1, Duration::from_secs(90))
         .await;
@@ -481,7 +492,16 @@ async fn a_crash_before_delivery_loses_nothing(backend: Backend) {
         "the same webhook-id after the restart"
     );
     assert_signed(&paid[0], &secret);
-    let (_, detail) = gw.get(&format!("/v1/events/{event_id}"), &key).await;
+    // The answer is recorded just after the receiver saw the request.
+    let detail = poll(
+        Duration::from_secs(20),
+        "the delivery recorded",
+        async || {
+            let (_, detail) = gw.get(&format!("/v1/events/{event_id}"), &key).await;
+            (detail["deliveries"][0]["status"] == "delivered").then_some(detail)
+        },
+    )
+    .await;
     let attempts = detail["deliveries"][0]["attempts"].as_array().unwrap();
     assert!(attempts.len() >= 2, "{detail}");
     assert!(
@@ -635,6 +655,19 @@ async fn the_reconciler_settles_lost_notifications(backend: Backend) {
     .await;
     let expired = receiver.wait_for("charge.expired", 1).await;
     assert_eq!(expired[0].json()["data"]["object"]["id"], lapsed["id"]);
+    // Canceled at the PSP before it was declared expired: no payment can follow the event.
+    let at_psp = sim_control(&sim, "/_sim/charges?provider=efi", None).await;
+    let lapsed_at_psp = at_psp
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["reference"] == lapsed["reference"])
+        .unwrap()
+        .clone();
+    assert_eq!(
+        lapsed_at_psp["status"], "REMOVIDA_PELO_USUARIO_RECEBEDOR",
+        "{lapsed_at_psp}"
+    );
     // One that can still be paid stays pending however often it is checked.
     let open = charge(&shop).await;
     let (_, fetched) = shop
@@ -719,3 +752,72 @@ async fn endpoint_management(backend: Backend) {
     assert_eq!(status, 404);
 }
 both_backends!(endpoint_management);
+
+/// Money is never dropped: a payment for a charge the gateway had closed (the PSP still took it)
+/// makes it `paid` with `paid_late` and sends `charge.paid`; a payment of less than the amount
+/// is `charge.underpaid`, never a plain `charge.paid`.
+async fn late_and_short_payments_are_recorded(backend: Backend) {
+    let sim = start_sim().await;
+    let db = TestDb::new(backend).await;
+    let (receiver, url) = Receiver::start().await;
+    let shop = shop(&db, &sim, &url, &[]).await;
+
+    // The gateway marked it expired; the PSP accepts the payment anyway.
+    let late = charge(&shop).await;
+    let store = pixgw::store::Store::connect(&db.url).await.unwrap();
+    sqlx::query("UPDATE charges SET status = 'expired', next_check_at = NULL WHERE id = $1")
+        .bind(late["id"].as_str().unwrap())
+        .execute(store.pool())
+        .await
+        .unwrap();
+    pay(&sim, &late).await;
+    let paid = receiver.wait_for("charge.paid", 1).await;
+    assert_signed(&paid[0], &shop.secret);
+    let object = paid[0].json()["data"]["object"].clone();
+    assert_eq!(object["id"], late["id"]);
+    assert_eq!(object["status"], "paid");
+    assert_eq!(object["paid_late"], true);
+    assert_eq!(object["underpaid"], false);
+    assert_eq!(object["amount_paid"], 1990);
+    let (_, read) = shop
+        .gw
+        .get(
+            &format!("/v1/charges/{}", late["id"].as_str().unwrap()),
+            &shop.key,
+        )
+        .await;
+    assert_eq!(
+        (&read["status"], &read["paid_late"]),
+        (&json!("paid"), &json!(true))
+    );
+
+    // R$ 10,00 paid of R$ 19,90.
+    let short = charge(&shop).await;
+    sim_control(
+        &sim,
+        "/_sim/pay",
+        Some(json!({"provider": "efi", "reference": short["reference"], "amount": 1000})),
+    )
+    .await;
+    let under = receiver.wait_for("charge.underpaid", 1).await;
+    assert_signed(&under[0], &shop.secret);
+    let object = under[0].json()["data"]["object"].clone();
+    assert_eq!(object["id"], short["id"]);
+    assert_eq!(object["status"], "paid");
+    assert_eq!(object["underpaid"], true);
+    assert_eq!(object["amount_mismatch"], true);
+    assert_eq!(object["amount_paid"], 1000);
+    assert_eq!(object["paid_late"], false);
+    notifications_processed(&db, &shop, 2).await;
+    let paid_events: Vec<Value> = receiver
+        .of_type("charge.paid")
+        .iter()
+        .map(|r| r.json()["data"]["object"]["id"].clone())
+        .collect();
+    assert_eq!(
+        paid_events,
+        [late["id"].clone()],
+        "no charge.paid for the short payment"
+    );
+}
+both_backends!(late_and_short_payments_are_recorded);

@@ -504,6 +504,7 @@ async fn credential(
         route_limit: 1,
         created_at: now,
         updated_at: now,
+        version: 1,
     };
     store.insert_credential(&record).await.unwrap().unwrap();
     record
@@ -535,6 +536,7 @@ fn charge(credential: &CredentialRecord, created_at: i64) -> ChargeRecord {
         operator_id: None,
         payment_link_id: None,
         payment_link_name: None,
+        paid_late: false,
         created_at,
         updated_at: created_at,
     }
@@ -736,22 +738,26 @@ async fn endpoint(store: &Store, credential: &CredentialRecord) -> String {
     let now = now_ms();
     let id = format!("we_{}", uuid::Uuid::now_v7().simple());
     store
-        .insert_webhook_endpoint(&pixgw::store::webhook_endpoints::EndpointRecord {
-            id: id.clone(),
-            merchant_id: credential.merchant_id.clone(),
-            environment: credential.environment,
-            url: "https://loja.example/hooks".into(),
-            description: None,
-            events: vec!["charge.paid".into()],
-            secret_sealed: String::new(),
-            previous_secret_sealed: None,
-            previous_expires_at: None,
-            status: "enabled".into(),
-            disabled_reason: None,
-            failing_since: None,
-            created_at: now,
-            updated_at: now,
-        })
+        .insert_webhook_endpoint(
+            &pixgw::store::webhook_endpoints::EndpointRecord {
+                id: id.clone(),
+                merchant_id: credential.merchant_id.clone(),
+                environment: credential.environment,
+                url: "https://loja.example/hooks".into(),
+                description: None,
+                events: vec!["charge.paid".into()],
+                secret_sealed: String::new(),
+                previous_secret_sealed: None,
+                previous_expires_at: None,
+                status: "enabled".into(),
+                disabled_reason: None,
+                failing_since: None,
+                created_at: now,
+                updated_at: now,
+                version: 1,
+            },
+            50,
+        )
         .await
         .unwrap()
         .unwrap();
@@ -760,10 +766,18 @@ async fn endpoint(store: &Store, credential: &CredentialRecord) -> String {
 
 /// Delivers every due delivery of `event_id` (as the worker would, answered 200).
 async fn deliver(store: &Store, event_id: &str) {
-    for delivery in store.deliveries_of(event_id).await.unwrap() {
+    // A lease of 0 ms: the rows of other events claimed here are free again at once.
+    let limits = pixgw::store::events::ClaimLimits {
+        lease_ms: 0,
+        rows: 1000,
+        per_endpoint: 1000,
+    };
+    let claimed = store.claim_due_deliveries(limits).await.unwrap();
+    for due in claimed.iter().filter(|d| d.delivery.event_id == event_id) {
         store
             .record_attempt(
-                &delivery,
+                &due.delivery,
+                &due.lease,
                 &pixgw::store::events::AttemptOutcome {
                     status_code: Some(200),
                     latency_ms: 12,

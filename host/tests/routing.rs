@@ -331,7 +331,7 @@ async fn an_orphan_is_canceled_at_the_psp(backend: Backend) {
 both_backends!(an_orphan_is_canceled_at_the_psp);
 
 /// PSPs that need a payer field the request lacks are skipped before any attempt: they receive
-/// no request at all; with none left, a 400 says why.
+/// no request at all; with none left, a 422 says why.
 async fn psps_needing_missing_payer_fields_are_skipped(backend: Backend) {
     let sim = start_sim().await;
     let db = TestDb::new(backend).await;
@@ -378,7 +378,7 @@ async fn psps_needing_missing_payer_fields_are_skipped(backend: Backend) {
     let (status, e) = routed(&gw, &other.test_key).await;
     assert_eq!(
         (status, e["error"]["code"].as_str()),
-        (400, Some("no_eligible_provider")),
+        (422, Some("no_eligible_provider")),
         "{e}"
     );
     assert!(

@@ -1,6 +1,7 @@
 //! The six bank adapters on the central-bank Pix API (inter, sicredi, bb, itau, santander,
 //! bradesco), each loaded by the real runtime against its simulator over mTLS. One table of
-//! tests, instantiated per PSP by `central_bank_psp!`.
+//! tests, instantiated per PSP by `central_bank_psp!`. The life of a charge (check, register,
+//! create, query, pay, notify, cancel) is the conformance suite's, in `conformance.rs`.
 
 mod common;
 
@@ -12,112 +13,6 @@ use serde_json::json;
 
 /// What the simulated token endpoints answer for a wrong id or secret.
 const INVALID_CLIENT: &str = "Credenciais do cliente inválidas ou inativas";
-
-async fn full_flow(id: &str) {
-    let sim = start_sim().await;
-    let rt = runtime_with(&[id], Limits::default(), Some(&sim)).await;
-    let base_path = format!("/api/wh/cred-{id}");
-    let (webhook_url, mut deliveries) = webhook_receiver(&base_path).await;
-    let psp = rt.runtime.adapter(id).unwrap();
-    let cred = psp.prepare(&sim_credential(&sim, id, Some(webhook_url.clone())));
-
-    psp.check_credentials(&cred, "req-check").await.unwrap();
-    psp.register_webhook(&cred, "req-wh").await.unwrap();
-    let webhooks = sim_control(&sim, &format!("/_sim/webhooks?provider={id}"), None).await;
-    assert_eq!(
-        webhooks[0]["webhookUrl"],
-        webhook_url.as_str(),
-        "{webhooks}"
-    );
-
-    let request = charge_request(1234);
-    let charge = psp
-        .create_charge(&cred, "req-create", &request)
-        .await
-        .unwrap();
-    assert_eq!(
-        (charge.reference.as_str(), charge.psp_id.as_str()),
-        (request.reference.as_str(), request.reference.as_str())
-    );
-    assert_eq!(
-        (charge.status, charge.amount),
-        (ChargeStatus::Pending, 1234)
-    );
-    let code = charge.copy_paste.as_deref().unwrap();
-    assert!(
-        code.starts_with("000201010212") && psp_sim::brcode::crc_is_valid(code),
-        "{code}"
-    );
-    let fields = psp_sim::brcode::parse_fields(code).unwrap();
-    assert!(fields.contains(&("54".into(), "12.34".into())), "{code}");
-    assert!(fields.contains(&("53".into(), "986".into())), "{code}");
-
-    let queried = psp
-        .query_charge(&cred, "req-q", &request.reference, None)
-        .await
-        .unwrap();
-    assert_eq!(
-        (queried.status, queried.payment),
-        (ChargeStatus::Pending, None)
-    );
-
-    sim_control(
-        &sim,
-        "/_sim/pay",
-        Some(json!({"provider": id, "reference": request.reference})),
-    )
-    .await;
-    let delivery = tokio::time::timeout(Duration::from_secs(10), deliveries.recv())
-        .await
-        .expect("a notification within 10 s")
-        .unwrap();
-    assert_eq!(
-        (delivery.method.as_str(), delivery.path.as_str()),
-        ("POST", "/pix")
-    );
-    let events = psp
-        .parse_webhook(&cred, "req-wh-in", &delivery)
-        .await
-        .unwrap();
-    assert_eq!(
-        events.len(),
-        1,
-        "{id}: {}",
-        String::from_utf8_lossy(&delivery.body)
-    );
-    assert_eq!(
-        (events[0].reference.as_deref(), events[0].status),
-        (Some(request.reference.as_str()), ChargeStatus::Paid)
-    );
-    assert_eq!(events[0].payment.as_ref().map(|p| p.amount), Some(1234));
-
-    let paid = psp
-        .query_charge(&cred, "req-q2", &request.reference, None)
-        .await
-        .unwrap();
-    assert_eq!(paid.status, ChargeStatus::Paid);
-    assert_eq!(paid.payment.as_ref().map(|p| p.amount), Some(1234));
-
-    let other = charge_request(500);
-    psp.create_charge(&cred, "req-c2", &other).await.unwrap();
-    let canceled = psp
-        .cancel_charge(&cred, "req-cancel", &other.reference, None)
-        .await
-        .unwrap();
-    assert_eq!(canceled.status, ChargeStatus::Canceled);
-
-    // A repeated create returns the charge that exists; the PSP still holds two.
-    let again = psp
-        .create_charge(&cred, "req-again", &request)
-        .await
-        .unwrap();
-    assert_eq!(
-        (again.psp_id, again.status),
-        (request.reference.clone(), ChargeStatus::Paid)
-    );
-    let held = sim_control(&sim, &format!("/_sim/charges?provider={id}"), None).await;
-    assert_eq!(held.as_array().map(Vec::len), Some(2), "{held}");
-}
 
 fn with_fields(mut cred: Credential, fields: &[(&str, Option<&str>)]) -> Credential {
     for (name, value) in fields {
@@ -301,10 +196,6 @@ async fn a_single_pix_object_notification(id: &str) {
 macro_rules! central_bank_psp {
     ($($id:ident),*) => {$(
         mod $id {
-            #[tokio::test]
-            async fn check_register_create_query_pay_notify_cancel() {
-                super::full_flow(stringify!($id)).await
-            }
             #[tokio::test]
             async fn a_wrong_secret_is_bad_credentials_with_the_psps_message() {
                 super::wrong_secret(stringify!($id)).await

@@ -13,6 +13,9 @@
 //! Every call uses an OAuth token ([`crate::oauth`]); error answers are read with
 //! [`error::describe_body`] and classified with [`error::from_status`].
 //!
+//! A bank that speaks it is written as its facts only: implement [`CentralBankAdapter`] (the
+//! manifest and [`facts`](CentralBankAdapter::facts)) and the SDK implements [`Adapter`] for it.
+//!
 //! `pixCopiaECola` is optional in the standard: a charge whose answer lacks it is read back
 //! (`GET`), and failing that its code is built from its `location` ([`crate::brcode`]). BB's
 //! homologation names it `textoImagemQRcode`, which is read as the same thing.
@@ -20,17 +23,94 @@
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+use crate::Adapter;
 use crate::brcode;
 use crate::context::Context;
 use crate::error::{self, Error, Op};
 use crate::host::Host;
 use crate::http::{Method, Request, Response, percent_encode};
+use crate::manifest::{Capabilities, Manifest};
 use crate::money;
 use crate::oauth::{BodyEncoding, ClientAuth, TokenSource};
 use crate::types::{Charge, ChargeRequest, ChargeStatus, Payment, PaymentEvent, WebhookRequest};
 
 /// The scopes of the charge, Pix and webhook operations, for PSPs that want them named.
 pub const SCOPES: &str = "cob.write cob.read pix.read webhook.write webhook.read";
+
+/// The `kind` shown for these PSPs.
+pub const KIND: &str = "bank (central-bank Pix API)";
+
+/// What every central-bank PSP can do besides create and query: cancel (`PATCH` to
+/// `REMOVIDA_PELO_USUARIO_RECEBEDOR`), register the notification URL, check credentials.
+pub fn capabilities() -> Capabilities {
+    // A function: the generated flags type has no const operators.
+    Capabilities::CANCEL_CHARGE | Capabilities::REGISTER_WEBHOOK | Capabilities::CHECK_CREDENTIALS
+}
+
+/// A bank speaking the central bank's Pix API, as its facts: the SDK implements [`Adapter`] for
+/// every such type, each operation being the standard one under [`facts`](Self::facts).
+///
+/// ```ignore
+/// struct Inter;
+/// impl CentralBankAdapter for Inter {
+///     fn describe() -> Manifest { /* fields, endpoints; kind KIND, capabilities capabilities() */ }
+///     fn facts(_: &Context) -> &'static CentralBankPsp { &INTER }
+/// }
+/// export!(Inter);
+/// ```
+pub trait CentralBankAdapter {
+    /// The adapter's manifest ([`Adapter::manifest`]; named apart so that `Inter::manifest()`
+    /// stays unambiguous in tests).
+    fn describe() -> Manifest;
+
+    /// The facts of this call: one constant for most banks; Itaú's sandbox and production differ,
+    /// chosen by `ctx.environment`.
+    fn facts(ctx: &Context) -> &'static CentralBankPsp;
+}
+
+impl<T: CentralBankAdapter> Adapter for T {
+    fn manifest() -> Manifest {
+        T::describe()
+    }
+
+    fn create(host: &dyn Host, ctx: &Context, request: &ChargeRequest) -> Result<Charge, Error> {
+        T::facts(ctx).create(host, ctx, request)
+    }
+
+    fn query(
+        host: &dyn Host,
+        ctx: &Context,
+        reference: &str,
+        psp_id: Option<&str>,
+    ) -> Result<Charge, Error> {
+        T::facts(ctx).query(host, ctx, reference, psp_id)
+    }
+
+    fn parse_webhook(
+        _: &dyn Host,
+        _: &Context,
+        request: &WebhookRequest,
+    ) -> Result<Vec<PaymentEvent>, Error> {
+        parse_webhook(request)
+    }
+
+    fn cancel(
+        host: &dyn Host,
+        ctx: &Context,
+        reference: &str,
+        psp_id: Option<&str>,
+    ) -> Result<Charge, Error> {
+        T::facts(ctx).cancel(host, ctx, reference, psp_id)
+    }
+
+    fn register_webhook(host: &dyn Host, ctx: &Context) -> Result<(), Error> {
+        T::facts(ctx).register_webhook(host, ctx)
+    }
+
+    fn check_credentials(host: &dyn Host, ctx: &Context) -> Result<(), Error> {
+        T::facts(ctx).check_credentials(host, ctx)
+    }
+}
 
 /// Where the value of an extra header or query parameter comes from.
 #[derive(Clone, Copy, Debug)]

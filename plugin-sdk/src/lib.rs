@@ -21,11 +21,12 @@
 //!
 //! See `README.md` for a walkthrough.
 
-/// Raw bindings to the `pixgw:psp` world, generated from `wit/`.
+/// Raw bindings to the `pixgw:psp` world, generated from the crate's own `wit/` (the repository's
+/// `wit/` links to it), so the crate builds from crates.io or a checkout alike.
 #[allow(clippy::too_many_arguments)]
 pub mod bindings {
     wit_bindgen::generate!({
-        path: "../wit",
+        path: "wit",
         world: "adapter",
         pub_export_macro: true,
         export_macro_name: "export_adapter",
@@ -195,7 +196,7 @@ pub mod __glue {
 
 /// Everything an adapter usually imports.
 pub mod prelude {
-    pub use crate::central_bank::{self, CentralBankPsp, Source};
+    pub use crate::central_bank::{self, CentralBankAdapter, CentralBankPsp, Source};
     pub use crate::error::{Error, Op, PspError};
     pub use crate::http::{Method, Request, Response};
     pub use crate::idempotency::CreateOnce;

@@ -3,15 +3,25 @@
 //!
 //! - `plugins`: builds every `plugins/<id>` crate (and the test adapters under `tests/`) for
 //!   `wasm32-wasip2` and installs them as `target/plugins/<id>.wasm` (`target/test-plugins/`).
-//! - `test`: `plugins`, then every test of the workspace.
+//! - `test`: `plugins`, then every test of the workspace, then `api-contract`, then `sdk-test`.
+//! - `api-contract`: schemathesis against a demo: the gateway answers as its OpenAPI document
+//!   says (`api_contract.rs`).
+//! - `sdk-test`: the TypeScript and Python SDKs' suites against a demo of their own (`sdk.rs`).
 //! - `demo`: `plugins`, then the PSP simulator and the gateway, wired together, until Ctrl-C.
 //! - `bench`: `plugins`, then the criterion benchmarks (release build).
+//! - `soak`: the gateway under load and simulator faults, killed and restarted twice, checked
+//!   from outside: no duplicate charge, no lost or duplicated `charge.paid`, nothing sent to a
+//!   deleted endpoint (`soak.rs`).
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail, ensure};
+
+mod api_contract;
+mod sdk;
+mod soak;
 
 fn main() -> anyhow::Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -20,9 +30,14 @@ fn main() -> anyhow::Result<()> {
         Some("plugins") => plugins().map(drop),
         Some("test") => test(rest),
         Some("demo") => demo(),
+        Some("sdk-test") => sdk::sdk_test(),
+        Some("api-contract") => api_contract::api_contract(),
         Some("bench") => bench(rest),
+        Some("soak") => soak::soak(rest),
         _ => {
-            eprintln!("usage: cargo xtask <plugins|test|demo|bench> [args passed to cargo]");
+            eprintln!(
+                "usage: cargo xtask <plugins|test|api-contract|sdk-test|demo|bench|soak> [args passed to cargo]"
+            );
             std::process::exit(2);
         }
     }
@@ -168,7 +183,9 @@ fn test(extra: &[String]) -> anyhow::Result<()> {
     plugins()?;
     run(cargo()
         .args(["test", "--workspace", "--exclude", "pixgw-hostile-adapter"])
-        .args(extra))
+        .args(extra))?;
+    api_contract::api_contract()?;
+    sdk::sdk_test()
 }
 
 fn bench(extra: &[String]) -> anyhow::Result<()> {
@@ -194,7 +211,11 @@ fn demo() -> anyhow::Result<()> {
     plugins()?;
     run(cargo().args(["build", "-p", "pixgw", "-p", "psp-sim"]))?;
     let bin = target_dir().join("debug");
-    let demo_dir = target_dir().join("demo");
+    // `PIXGW_DEMO_DIR` lets a second demo (a test suite's, on other ports) keep its database
+    // and demo.env apart from the one a person runs.
+    let demo_dir = std::env::var_os("PIXGW_DEMO_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| target_dir().join("demo"));
     std::fs::create_dir_all(&demo_dir)?;
     let info_file = demo_dir.join("psp-sim.json");
     let _ = std::fs::remove_file(&info_file);
@@ -281,7 +302,14 @@ fn demo() -> anyhow::Result<()> {
     let listen = std::env::var("PIXGW_LISTEN").unwrap_or_else(|_| "127.0.0.1:8080".into());
     let _gateway = Reaper(
         Command::new(bin.join("pixgw"))
-            .args(["serve", "--listen", &listen, "--plugin-dir"])
+            // The demo's secrets are sealed with a key generated into its data directory.
+            .args([
+                "serve",
+                "--insecure-dev-master-key",
+                "--listen",
+                &listen,
+                "--plugin-dir",
+            ])
             .arg(target_dir().join("plugins"))
             .arg("--trusted-ca")
             .arg(&ca_file)

@@ -21,16 +21,18 @@ pub fn router() -> Router<Arc<App>> {
 
 /// One adapter the runtime knows: the version serving (if any), the last refused file, and its
 /// manifest.
-#[derive(Serialize)]
+#[derive(Serialize, utoipa::ToSchema)]
 pub struct AdapterView {
     pub id: String,
     /// SHA-256 of the component serving now.
     pub serving_sha256: Option<String>,
     #[serde(serialize_with = "rfc3339")]
+    #[schema(value_type = Option<String>)]
     pub serving_since: Option<SystemTime>,
     /// Why the latest file for this id was refused (the previous version keeps serving).
     pub last_error: Option<String>,
     #[serde(serialize_with = "rfc3339")]
+    #[schema(value_type = Option<String>)]
     pub last_error_at: Option<SystemTime>,
     /// `None` while no version serves.
     pub manifest: Option<ManifestView>,
@@ -45,7 +47,7 @@ impl AdapterView {
     }
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, utoipa::ToSchema)]
 pub struct ManifestView {
     pub display_name: String,
     pub kind: String,
@@ -60,7 +62,7 @@ pub struct ManifestView {
     pub capabilities: Vec<&'static str>,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, utoipa::ToSchema)]
 pub struct FieldView {
     pub name: String,
     pub label: String,
@@ -71,7 +73,7 @@ pub struct FieldView {
 }
 
 /// How the PSP's notifications authenticate.
-#[derive(Serialize)]
+#[derive(Serialize, utoipa::ToSchema)]
 #[serde(tag = "type", rename_all = "kebab-case")]
 pub enum WebhookAuthView {
     UrlToken,
@@ -123,7 +125,7 @@ pub fn views(runtime: &Arc<Runtime>) -> Vec<AdapterView> {
                 id: status.id,
                 serving_sha256: status.serving_sha256,
                 serving_since: status.serving_since,
-                last_error: status.last_error,
+                last_error: status.last_error.as_deref().map(without_directories),
                 last_error_at: status.last_error_at,
                 manifest,
             }
@@ -132,7 +134,7 @@ pub fn views(runtime: &Arc<Runtime>) -> Vec<AdapterView> {
 }
 
 /// The adapters list of the API.
-#[derive(Serialize)]
+#[derive(Serialize, utoipa::ToSchema)]
 pub struct AdapterList {
     /// Always `list`.
     object: &'static str,
@@ -141,13 +143,43 @@ pub struct AdapterList {
 
 /// The adapters this gateway serves: version, load errors, and each one's manifest (credential
 /// fields, required payer fields, endpoints).
-#[utoipa::path(get, path = "/v1/adapters", tag = "operations",
-    responses((status = 200, description = "`{object: \"list\", data: [{id, serving_sha256, serving_since, last_error, last_error_at, manifest}]}`")))]
+#[utoipa::path(get, path = "/v1/adapters", tag = "operations", operation_id = "list_adapters",
+    responses((status = 200, body = AdapterList)))]
 pub async fn list(State(state): State<Arc<App>>) -> Json<AdapterList> {
     Json(AdapterList {
         object: "list",
         data: views(&state.runtime),
     })
+}
+
+/// `text` with every absolute path cut to its file name: the report is public (anyone may call
+/// `GET /v1/adapters`), where the gateway's files live is the operator's to know, from the logs
+/// or `pixgw plugins check`.
+fn without_directories(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(start) = rest.find('/') {
+        let (before, from_slash) = rest.split_at(start);
+        // A path starts at a slash that begins a word (`/srv/…`, `"/srv/…`, `(/srv/…`).
+        let begins_word = before
+            .chars()
+            .next_back()
+            .is_none_or(|c| c.is_whitespace() || matches!(c, '"' | '\'' | '(' | '[' | '=' | '`'));
+        let end = from_slash
+            .find(|c: char| c.is_whitespace() || matches!(c, '"' | '\'' | ')' | ']' | ',' | '`'))
+            .unwrap_or(from_slash.len());
+        let (word, after) = from_slash.split_at(end);
+        out.push_str(before);
+        if begins_word {
+            // The file name keeps a trailing ':' of `path: reason`.
+            out.push_str(word.rsplit('/').next().unwrap_or(word));
+        } else {
+            out.push_str(word);
+        }
+        rest = after;
+    }
+    out.push_str(rest);
+    out
 }
 
 fn rfc3339<S: Serializer>(t: &Option<SystemTime>, s: S) -> Result<S::Ok, S::Error> {
@@ -174,6 +206,27 @@ fn capabilities(flags: Capabilities) -> Vec<&'static str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn load_errors_show_file_names_not_where_files_live() {
+        assert_eq!(
+            without_directories(
+                "/srv/pixgw/plugins/efi.wasm is not a valid adapter component: bad magic"
+            ),
+            "efi.wasm is not a valid adapter component: bad magic"
+        );
+        assert_eq!(
+            without_directories(
+                "cannot read /var/lib/pixgw/plugins/bb.wasm: No such file or directory (os error 2)"
+            ),
+            "cannot read bb.wasm: No such file or directory (os error 2)"
+        );
+        assert_eq!(
+            without_directories("cache \"/tmp/c/ab12.cwasm\" stale; 1/2 done and/or not"),
+            "cache \"ab12.cwasm\" stale; 1/2 done and/or not"
+        );
+        assert_eq!(without_directories("no paths here"), "no paths here");
+    }
 
     /// The API's JSON keeps the shape it had before the view was shared with the dashboard.
     #[test]

@@ -100,6 +100,13 @@ impl JsonObject {
         match self.take(key) {
             None => Ok(None),
             Some(Value::Number(n)) if n.is_i64() => Ok(n.as_i64()),
+            // JSON Schema counts 3.0 as an integer; so does the API.
+            Some(Value::Number(n))
+                if n.as_f64()
+                    .is_some_and(|f| f.fract() == 0.0 && (-9.0e15..=9.0e15).contains(&f)) =>
+            {
+                Ok(n.as_f64().map(|f| f as i64))
+            }
             Some(other) => Err(ApiError::invalid_param(
                 self.name(key),
                 format!("{} must be an integer; got {other}.", self.name(key)),
@@ -111,13 +118,15 @@ impl JsonObject {
         self.integer(key)?.ok_or_else(|| self.missing(key, what))
     }
 
-    /// A string of 1..=`max_chars` characters after trimming.
+    /// A string of at most `max_chars` characters, not only whitespace; returned trimmed.
+    /// The limit counts the string as sent, as the OpenAPI document's `maxLength` does.
     pub fn string(&mut self, key: &str, max_chars: usize) -> Result<Option<String>, ApiError> {
         match self.take(key) {
             None => Ok(None),
             Some(Value::String(s)) => {
+                let sent = s.chars().count();
                 let s = s.trim().to_owned();
-                let chars = s.chars().count();
+                let chars = if s.is_empty() { 0 } else { sent };
                 if chars == 0 || chars > max_chars {
                     return Err(ApiError::invalid_param(
                         self.name(key),
@@ -127,6 +136,9 @@ impl JsonObject {
                         ),
                     ));
                 }
+                // Every string parameter is a name, label, description or id: one line.
+                crate::domain::refuse_control(&self.name(key), &s)
+                    .map_err(|e| ApiError::invalid_param(self.name(key), format!("{e}.")))?;
                 Ok(Some(s))
             }
             Some(other) => Err(ApiError::invalid_param(

@@ -13,12 +13,12 @@ use sha2::{Digest, Sha256};
 use utoipa::ToSchema;
 
 use super::body::{JsonBody, JsonObject};
-use super::error::{ApiError, ErrorResponse, ErrorType};
+use super::error::{ApiError, ErrorResponse, ErrorType, Refusal};
 use super::{psp_failure, request_id};
 use crate::app::App;
-use crate::charges::object::{ChargeObject, PayerSchema};
+use crate::charges::object::ChargeObject;
 use crate::charges::{self, Caller, ChargeInput, PayerInput, ProviderChoice};
-use crate::domain::{Amount, Document, Email, Reference};
+use crate::domain::{Amount, Document, DomainError, Email, Reference};
 use crate::store::charges::{ChargeFilter, ChargeState};
 use crate::store::idempotency::{Claim, KeyScope};
 use crate::store::{now_ms, parse_rfc3339};
@@ -33,12 +33,12 @@ pub fn router() -> Router<Arc<App>> {
 
 /// Idempotency keys are kept at least this long, and at least until the charge expires.
 const IDEMPOTENCY_TTL_MS: i64 = 24 * 3600 * 1000;
-/// A request holding a key longer than this is taken to have died; a retry resumes it.
-const IDEMPOTENCY_LOCK_MS: i64 = 90_000;
 const MAX_IDEMPOTENCY_KEY: usize = 255;
 
-/// `POST /v1/charges` body (documentation of what [`parse_input`] accepts).
+/// `POST /v1/charges` body: what [`parse_input`] accepts, with its limits. `null` is the same as
+/// leaving a field out; text is trimmed.
 #[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
 #[allow(dead_code)]
 pub struct CreateChargeRequest {
     /// Integer centavos: 1 (R$ 0,01) to 1000000000 (R$ 10.000.000,00).
@@ -48,20 +48,86 @@ pub struct CreateChargeRequest {
     /// merchant has an active credential in the key's environment — or `random`: round robin
     /// over the merchant's PSPs that accept this payer, with failover that never makes two
     /// charges; the answer's `routing` says which PSPs were tried.
-    #[schema(example = "efi")]
+    #[schema(
+        example = "efi",
+        max_length = 64,
+        pattern = "[^\\t\\n\\x0b\\x0c\\r \\x85\\xa0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000]"
+    )]
     provider: String,
-    /// Shown to the payer by most PSPs; 1 to 140 characters.
+    /// Shown to the payer by most PSPs; 1 to 140 characters, not only spaces.
+    #[schema(
+        max_length = 140,
+        pattern = "[^\\t\\n\\x0b\\x0c\\r \\x85\\xa0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000]"
+    )]
     description: Option<String>,
-    payer: Option<PayerSchema>,
+    payer: Option<CreateChargePayer>,
     /// Seconds the charge can be paid: 60 to 1209600 (14 days); default 3600.
     #[schema(minimum = 60, maximum = 1_209_600)]
     expires_in: Option<u32>,
-    /// Up to 20 string values (keys ≤ 40 characters, values ≤ 500), returned as given.
+    /// Up to 20 string values (keys 1 to 40 characters, values up to 500), returned as given.
+    #[schema(schema_with = metadata_schema)]
     metadata: Option<std::collections::BTreeMap<String, String>>,
 }
 
+/// The payer of a new charge. Some PSPs require some of these fields (`GET /v1/adapters`:
+/// `required_payer_fields`).
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)]
+pub struct CreateChargePayer {
+    /// One `@`, a domain of two labels or more, no spaces.
+    #[schema(
+        max_length = 254,
+        example = "ana@example.com",
+        pattern = "^[\\t\\n\\x0b\\x0c\\r \\x85\\xa0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000]*[^@\\x00-\\x20\\x7f-\\xa0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000]+@[^@.\\x00-\\x20\\x7f-\\xa0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000]+(\\.[^@.\\x00-\\x20\\x7f-\\xa0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000]+)+[\\t\\n\\x0b\\x0c\\r \\x85\\xa0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000]*$"
+    )]
+    email: Option<String>,
+    /// 1 to 200 characters, not only spaces.
+    #[schema(
+        max_length = 200,
+        pattern = "[^\\t\\n\\x0b\\x0c\\r \\x85\\xa0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000]"
+    )]
+    name: Option<String>,
+    /// CPF (11 digits) or CNPJ (14 characters: 12 letters or digits, then 2 digits) with valid
+    /// check digits; `.`, `-`, `/` and spaces are removed first.
+    #[schema(
+        max_length = 32,
+        example = "529.982.247-25",
+        pattern = "^[ ./-]*([0-9][ ./-]*){11}$|^[ ./-]*([0-9A-Za-z][ ./-]*){12}([0-9][ ./-]*){2}$"
+    )]
+    document: Option<String>,
+}
+
+/// `metadata` as [`parse_input`] reads it, from the same limits.
+fn metadata_schema() -> utoipa::openapi::Object {
+    use utoipa::openapi::schema::{ObjectBuilder, Type};
+    // Keys and values are one line each (`refuse_control`).
+    let one_line = serde_json::json!({"type": "string", "pattern": format!("[{}]", super::openapi::TEXT_CONTROLS)});
+    let mut names = utoipa::openapi::extensions::Extensions::default();
+    names.insert(
+        "propertyNames".into(),
+        serde_json::json!({"minLength": 1, "maxLength": charges::MAX_METADATA_KEY_LEN, "not": one_line.clone()}),
+    );
+    let mut values = utoipa::openapi::extensions::Extensions::default();
+    values.insert("not".into(), one_line);
+    ObjectBuilder::new()
+        .schema_type(utoipa::openapi::schema::SchemaType::from_iter([
+            Type::Object,
+            Type::Null,
+        ]))
+        .max_properties(Some(charges::MAX_METADATA_KEYS))
+        .additional_properties(Some(
+            ObjectBuilder::new()
+                .schema_type(Type::String)
+                .max_length(Some(charges::MAX_METADATA_VALUE_LEN))
+                .extensions(Some(values)),
+        ))
+        .extensions(Some(names))
+        .build()
+}
+
 /// Takes the request apart into a [`ChargeInput`]; every bad field is a 400 naming it.
-fn parse_input(mut body: JsonObject) -> Result<ChargeInput, ApiError> {
+pub(super) fn parse_input(mut body: JsonObject) -> Result<ChargeInput, ApiError> {
     let amount = body.required_integer(
         "amount",
         "the amount in integer centavos, e.g. 1990 for R$ 19,90",
@@ -88,10 +154,17 @@ fn parse_input(mut body: JsonObject) -> Result<ChargeInput, ApiError> {
         }
         payer.name = p.string("name", 200)?;
         if let Some(document) = p.string("document", 32)? {
-            payer.document = Some(
-                Document::parse(&document)
-                    .map_err(|e| ApiError::invalid_param("payer.document", e.to_string()))?,
-            );
+            payer.document = Some(Document::parse(&document).map_err(|e| {
+                // The document's pattern states the characters and the length; the check
+                // digits are a rule beyond it.
+                let refusal = match e {
+                    DomainError::DocumentRepeatedDigits { .. }
+                    | DomainError::DocumentCheckDigits { .. } => Refusal::Rule,
+                    _ => Refusal::Shape,
+                };
+                ApiError::invalid(refusal, "parameter_invalid", e.to_string())
+                    .with_param("payer.document")
+            })?);
         }
         p.finish()?;
     }
@@ -145,6 +218,9 @@ fn parse_input(mut body: JsonObject) -> Result<ChargeInput, ApiError> {
                     ));
                 }
             };
+            crate::domain::refuse_control(&param, &key)
+                .and_then(|()| crate::domain::refuse_control(&param, &value))
+                .map_err(|e| ApiError::invalid_param(&param, format!("{e}.")))?;
             metadata.insert(key, serde_json::Value::String(value));
         }
     }
@@ -195,18 +271,19 @@ fn json_response(status: StatusCode, body: String, replayed: bool) -> Response {
 }
 
 /// Create a Pix charge at a PSP.
-#[utoipa::path(post, path = "/v1/charges", tag = "charges",
+#[utoipa::path(post, path = "/v1/charges", tag = "charges", operation_id = "create_charge",
     request_body = CreateChargeRequest,
-    params(("Idempotency-Key" = Option<String>, Header, description = "Up to 255 characters. A replay returns the first answer (header `idempotent-replayed: true`); the same key with another body is a 422; while the first request runs, a 409. Kept at least 24 h and until the charge expires.")),
+    params(("Idempotency-Key" = Option<String>, Header, max_length = 255, pattern = "^[!-~]+$", description = "Up to 255 characters. A replay returns the first answer (header `idempotent-replayed: true`); the same key with another body is a 422; while the first request runs, a 409. Kept at least 24 h and until the charge expires.")),
     responses(
         (status = 201, description = "Created", body = ChargeObject),
-        (status = 400, description = "A parameter is invalid; `param` names it", body = ErrorResponse),
+        (status = 400, description = "A parameter does not have the documented shape; `param` names it", body = ErrorResponse),
         (status = 401, description = "No valid API key", body = ErrorResponse),
         (status = 403, description = "The plan's charges for this month are used up: `plan_limit_reached`", body = ErrorResponse),
         (status = 409, description = "A request with this Idempotency-Key is still running", body = ErrorResponse),
         (status = 413, description = "Body over 64 KiB", body = ErrorResponse),
-        (status = 422, description = "Idempotency-Key reused with another request", body = ErrorResponse),
+        (status = 422, description = "Well formed, and refused by a rule beyond the document: `payer.document` check digits (`parameter_invalid`), a provider not installed (`provider_unknown`) or not connected in this environment (`provider_not_connected`), a payer field the PSP requires (`parameter_missing`), no PSP for `random` (`no_eligible_provider`), or the Idempotency-Key reused with another request (`idempotency_key_reused`)", body = ErrorResponse),
         (status = 502, description = "The PSP refused or failed: `psp_message` and `hint`", body = ErrorResponse),
+        (status = 503, description = "The gateway's PSP calls are all busy (`gateway_busy`); nothing reached a PSP: retry after `Retry-After` with the same Idempotency-Key", body = ErrorResponse),
     ),
     security(("api_key" = [])))]
 pub async fn create(
@@ -237,18 +314,15 @@ pub async fn create(
     };
     let ttl = IDEMPOTENCY_TTL_MS.max(i64::from(input.expires_in) * 1000 + 3_600_000);
     let fresh = Reference::generate();
-    let reference = match app
+    // The lock is short and renewed while this request runs: a request of a gateway that died
+    // is resumed by a retry within one lock period, and a live one is never overlapped.
+    let lock_ms = app.config.charges.idempotency_lock.as_millis() as i64;
+    let (reference, lock) = match app
         .store
-        .claim_idempotency_key(
-            scope,
-            &fingerprint,
-            fresh.as_str(),
-            IDEMPOTENCY_LOCK_MS,
-            ttl,
-        )
+        .claim_idempotency_key(scope, &fingerprint, fresh.as_str(), lock_ms, ttl)
         .await?
     {
-        Claim::Fresh { reference } | Claim::Resume { reference } => reference,
+        Claim::Fresh { reference, lock } | Claim::Resume { reference, lock } => (reference, lock),
         Claim::Replay { status, body } => {
             let status = StatusCode::from_u16(status).unwrap_or(StatusCode::OK);
             return Ok(json_response(status, body, true));
@@ -274,9 +348,11 @@ pub async fn create(
     };
     let reference = Reference::parse(&reference)
         .map_err(|e| ApiError::internal(format!("stored reference: {e}")))?;
+    let heartbeat = app.store.hold_idempotency_key(scope, &lock, lock_ms);
     let outcome = app
         .create_charge(&caller, &input, &reference, &request_id)
         .await;
+    drop(heartbeat);
     let (status, body) = match outcome {
         Ok(charge) => (
             StatusCode::CREATED,
@@ -285,7 +361,7 @@ pub async fn create(
         Err(error) if !is_final(&error) => {
             // The PSP may hold the charge, or nothing happened yet: no answer is stored, and a
             // retry with this key resumes at once with the same reference.
-            app.store.unlock_idempotency_key(scope).await?;
+            app.store.unlock_idempotency_key(scope, &lock).await?;
             return Err(psp_failure::from_charge_error(error, caller.environment));
         }
         Err(error) => {
@@ -297,9 +373,15 @@ pub async fn create(
         }
     };
     let body = body.map_err(ApiError::internal)?;
-    app.store
-        .complete_idempotency_key(scope, status.as_u16(), &body, now_ms() + ttl)
-        .await?;
+    if !app
+        .store
+        .complete_idempotency_key(scope, &lock, status.as_u16(), &body, now_ms() + ttl)
+        .await?
+    {
+        // Cannot happen while the heartbeat held the lock; if the database lost it anyway, the
+        // request that took it over owns the answer.
+        tracing::warn!(key = %key, "an idempotency key's answer was not stored: its lock had passed to a retry");
+    }
     Ok(json_response(status, body, false))
 }
 
@@ -320,13 +402,14 @@ fn is_final(error: &charges::ChargeError) -> bool {
             } | CallError::Fault { .. }
         ) | charges::ChargeError::Store(_)
             | charges::ChargeError::Vault(_)
+            | charges::ChargeError::Unfinished { .. }
             // Not final either: after a plan change, a retry with the key creates the charge.
             | charges::ChargeError::PlanLimit(_)
     )
 }
 
 /// Retrieve a charge.
-#[utoipa::path(get, path = "/v1/charges/{id}", tag = "charges",
+#[utoipa::path(get, path = "/v1/charges/{id}", tag = "charges", operation_id = "get_charge",
     params(("id" = String, Path, description = "`chg_…`")),
     responses((status = 200, body = ChargeObject), (status = 401, body = ErrorResponse), (status = 404, body = ErrorResponse)),
     security(("api_key" = [])))]
@@ -347,16 +430,19 @@ pub async fn read(
 #[into_params(parameter_in = Query)]
 pub struct ListParams {
     /// 1 to 100; default 20.
+    #[param(value_type = Option<u32>, minimum = 1, maximum = 100)]
     limit: Option<String>,
     /// A charge id: list the charges created before it (the next page).
     starting_after: Option<String>,
-    /// `pending`, `processing`, `paid`, `expired`, `canceled` or `failed`.
+    #[param(value_type = Option<crate::charges::object::ChargeStatus>)]
     status: Option<String>,
     /// An adapter id.
     provider: Option<String>,
     /// RFC 3339: created at or after.
+    #[param(format = DateTime)]
     created_gte: Option<String>,
     /// RFC 3339: created before.
+    #[param(format = DateTime)]
     created_lt: Option<String>,
 }
 
@@ -371,7 +457,7 @@ pub struct ChargeList {
 }
 
 /// List charges, newest first, with cursor pagination.
-#[utoipa::path(get, path = "/v1/charges", tag = "charges", params(ListParams),
+#[utoipa::path(get, path = "/v1/charges", tag = "charges", operation_id = "list_charges", params(ListParams),
     responses((status = 200, body = ChargeList), (status = 400, body = ErrorResponse), (status = 401, body = ErrorResponse)),
     security(("api_key" = [])))]
 pub async fn list(
@@ -436,15 +522,16 @@ pub async fn list(
 }
 
 /// Cancel a charge that can still be paid.
-#[utoipa::path(post, path = "/v1/charges/{id}/cancel", tag = "charges",
+#[utoipa::path(post, path = "/v1/charges/{id}/cancel", tag = "charges", operation_id = "cancel_charge",
     params(("id" = String, Path, description = "`chg_…`")),
     responses(
         (status = 200, body = ChargeObject),
-        (status = 400, description = "The PSP cannot cancel charges", body = ErrorResponse),
         (status = 401, body = ErrorResponse),
         (status = 404, body = ErrorResponse),
         (status = 409, description = "Already paid, expired, canceled or failed", body = ErrorResponse),
-        (status = 502, body = ErrorResponse)),
+        (status = 422, description = "The charge's PSP cannot cancel charges (`cancel_unsupported`): it expires at its expiry time", body = ErrorResponse),
+        (status = 502, description = "The PSP refused or failed: `psp_message` and `hint`", body = ErrorResponse),
+        (status = 503, description = "The gateway's PSP calls are all busy (`gateway_busy`): retry after `Retry-After`", body = ErrorResponse)),
     security(("api_key" = [])))]
 pub async fn cancel(
     State(app): State<Arc<App>>,
@@ -465,7 +552,7 @@ pub async fn cancel(
 
 /// Follow a charge's status live (server-sent events): an `status` event with the current
 /// status at once, then one at every change; the stream ends after a final status.
-#[utoipa::path(get, path = "/v1/charges/{id}/stream", tag = "charges",
+#[utoipa::path(get, path = "/v1/charges/{id}/stream", tag = "charges", operation_id = "stream_charge",
     params(("id" = String, Path, description = "`chg_…`")),
     responses(
         (status = 200, description = "`text/event-stream`; each event is `event: status`, `data: {\"id\", \"status\"}`", content_type = "text/event-stream"),

@@ -12,13 +12,14 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use axum::extract::{Path, State};
-use axum::http::StatusCode;
+use axum::http::{HeaderMap, StatusCode};
 use axum::routing::{get, post};
 use axum::{Json, Router};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use super::body::{JsonBody, JsonObject};
+use super::concurrency::{self, etag};
 use super::error::{ApiError, ErrorResponse, ErrorType};
 use super::psp_failure;
 use crate::app::App;
@@ -89,6 +90,9 @@ pub struct CredentialObject {
     verification: Option<Verification>,
     created_at: String,
     updated_at: String,
+    /// Moves on with every change; send it back (`If-Match: "<version>"` or `version`) with a
+    /// change so that one made meanwhile by someone else is refused (409) instead of undone.
+    version: i64,
 }
 
 impl Verification {
@@ -99,6 +103,78 @@ impl Verification {
         }
     }
 }
+
+/// The merchant's credentials, in routing order.
+#[derive(Serialize, ToSchema)]
+pub struct CredentialList {
+    /// Always `list`.
+    object: &'static str,
+    data: Vec<CredentialObject>,
+}
+
+/// `POST /v1/credentials` body: what [`create`] reads. `null` is the same as leaving a field out.
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)]
+pub struct CreateCredentialRequest {
+    /// An installed adapter id (`GET /v1/adapters`).
+    #[schema(
+        example = "efi",
+        max_length = 64,
+        pattern = "[^\\t\\n\\x0b\\x0c\\r \\x85\\xa0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000]"
+    )]
+    provider: String,
+    /// 1 to 100 characters; default: the adapter's name.
+    #[schema(
+        max_length = 100,
+        pattern = "[^\\t\\n\\x0b\\x0c\\r \\x85\\xa0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000]"
+    )]
+    label: Option<String>,
+    /// The adapter's `credential_fields` (`GET /v1/adapters`), each a string.
+    #[schema(value_type = Option<std::collections::HashMap<String, String>>)]
+    fields: Option<BTreeMap<String, String>>,
+    /// Order in the round robin, lower first; default 0.
+    #[schema(minimum = 0, maximum = 1_000_000)]
+    position: Option<i64>,
+    /// Consecutive charges in a round robin before the turn passes on; default 1.
+    #[schema(minimum = 1, maximum = 1000)]
+    route_limit: Option<i64>,
+    /// Default `true`: try the credential at the PSP when the adapter can.
+    verify: Option<bool>,
+    /// Default `true`: register the webhook URL at the PSP when the adapter can.
+    register_webhook: Option<bool>,
+}
+
+/// `PATCH /v1/credentials/{id}` body: what [`update`] reads. Omitted fields keep their value.
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)]
+pub struct UpdateCredentialRequest {
+    #[schema(
+        max_length = 100,
+        pattern = "[^\\t\\n\\x0b\\x0c\\r \\x85\\xa0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000]"
+    )]
+    label: Option<String>,
+    /// `false`: no new charge uses it.
+    active: Option<bool>,
+    #[schema(minimum = 0, maximum = 1_000_000)]
+    position: Option<i64>,
+    #[schema(minimum = 1, maximum = 1000)]
+    route_limit: Option<i64>,
+    /// Fields to change; the others keep their value.
+    #[schema(value_type = Option<std::collections::HashMap<String, String>>)]
+    fields: Option<BTreeMap<String, String>>,
+    /// Default `true`: try new fields at the PSP before saving them.
+    verify: Option<bool>,
+    register_webhook: Option<bool>,
+    /// The `version` this change is made against (or send `If-Match: "<version>"`): if the
+    /// credential changed since, 409 `conflict` and nothing is saved.
+    #[schema(minimum = 1)]
+    version: Option<i64>,
+}
+
+/// The `ETag` header of an answer.
+type Tagged = [(axum::http::HeaderName, axum::http::HeaderValue); 1];
 
 /// The API's object of a credential; `verification` is shown only where a request just
 /// tried the credential.
@@ -128,6 +204,7 @@ fn object_of(view: CredentialView, verification: Option<Verification>) -> Creden
         verification,
         created_at: rfc3339(record.created_at),
         updated_at: rfc3339(record.updated_at),
+        version: record.version,
     }
 }
 
@@ -137,7 +214,7 @@ fn api_error(error: CredentialError, caller: &Caller, id: &str) -> ApiError {
         CredentialError::UnknownProvider {
             provider,
             available,
-        } => ApiError::invalid_param(
+        } => ApiError::unprocessable_param(
             "provider",
             format!(
                 "No PSP adapter {provider:?} is installed. Available: {}.",
@@ -145,11 +222,12 @@ fn api_error(error: CredentialError, caller: &Caller, id: &str) -> ApiError {
             ),
         )
         .with_code("provider_unknown"),
-        CredentialError::AdapterMissing { provider } => ApiError::bad_request(
+        CredentialError::AdapterMissing { provider } => ApiError::unprocessable(
             "provider_unknown",
             format!("The {provider} adapter is not installed, so its fields cannot be checked."),
         ),
-        CredentialError::Field(e) => ApiError::invalid_param(
+        // The adapter's own fields: the document knows only "an object of strings".
+        CredentialError::Field(e) => ApiError::unprocessable_param(
             format!("fields.{}", e.field),
             format!("fields.{}: {}", e.field, e.message()),
         ),
@@ -165,6 +243,9 @@ fn api_error(error: CredentialError, caller: &Caller, id: &str) -> ApiError {
             e
         }
         CredentialError::NotFound => ApiError::not_found("credential", id),
+        CredentialError::Conflict { expected, current } => {
+            concurrency::conflict("credential", expected, current)
+        }
         CredentialError::PlanLimit(reached) => reached.into(),
         CredentialError::Store(e) => ApiError::internal(e),
         CredentialError::Vault(e) => ApiError::internal(format!("vault: {e}")),
@@ -209,20 +290,20 @@ fn position_param(body: &mut JsonObject) -> Result<Option<i64>, ApiError> {
 }
 
 /// Connect an account at a PSP.
-#[utoipa::path(post, path = "/v1/credentials", tag = "credentials",
-    request_body(content = serde_json::Value, description = "`{provider, label?, fields: {<manifest field>: string}, position?, route_limit? (1..1000, default 1), verify?: bool (default true: try the credential at the PSP when the adapter can), register_webhook?: bool (default true: register the webhook URL at the PSP when the adapter can)}`"),
+#[utoipa::path(post, path = "/v1/credentials", tag = "credentials", operation_id = "create_credential",
+    request_body = CreateCredentialRequest,
     responses(
         (status = 201, body = CredentialObject),
-        (status = 400, description = "A field is missing or invalid (a PEM that does not parse, a certificate that does not match its key or has expired, a key for the other environment); `param` names it", body = ErrorResponse),
+        (status = 400, description = "The body does not have the documented shape; `param` names the parameter", body = ErrorResponse),
         (status = 401, body = ErrorResponse),
         (status = 403, description = "The plan's connected PSPs are used up in this environment: `plan_limit_reached`", body = ErrorResponse),
-        (status = 422, description = "The PSP refused the credential; `psp_message` and `hint`", body = ErrorResponse)),
+        (status = 422, description = "Well formed, and refused: no such adapter (`provider_unknown`); one of the adapter's own fields is missing or invalid (a PEM that does not parse, a certificate that does not match its key or has expired, a key for the other environment; `param` names it); or the PSP refused the credential (`psp_message` and `hint`)", body = ErrorResponse)),
     security(("api_key" = [])))]
 pub async fn create(
     State(app): State<Arc<App>>,
     caller: Caller,
     JsonBody(mut body): JsonBody,
-) -> Result<(StatusCode, Json<CredentialObject>), ApiError> {
+) -> Result<(StatusCode, Tagged, Json<CredentialObject>), ApiError> {
     let provider = body.required_string("provider", 64, "the adapter id, e.g. \"efi\"")?;
     let label = body.string("label", credentials::MAX_LABEL_CHARS)?;
     let fields = fields_param(&mut body)?.unwrap_or_default();
@@ -244,28 +325,36 @@ pub async fn create(
         .await
         .map_err(|e| api_error(e, &caller, ""))?;
     let verification = view.verification.as_ref().map(Verification::of);
-    Ok((StatusCode::CREATED, Json(object_of(view, verification))))
+    let tag = etag(view.record.version);
+    Ok((
+        StatusCode::CREATED,
+        tag,
+        Json(object_of(view, verification)),
+    ))
 }
 
 /// The merchant's credentials in this environment, in routing order.
-#[utoipa::path(get, path = "/v1/credentials", tag = "credentials",
-    responses((status = 200, body = [CredentialObject]), (status = 401, body = ErrorResponse)),
+#[utoipa::path(get, path = "/v1/credentials", tag = "credentials", operation_id = "list_credentials",
+    responses((status = 200, body = CredentialList), (status = 401, body = ErrorResponse)),
     security(("api_key" = [])))]
 pub async fn list(
     State(app): State<Arc<App>>,
     caller: Caller,
-) -> Result<Json<serde_json::Value>, ApiError> {
+) -> Result<Json<CredentialList>, ApiError> {
     let data: Vec<CredentialObject> = credentials::list(&app, &caller)
         .await
         .map_err(|e| api_error(e, &caller, ""))?
         .into_iter()
         .map(|view| object_of(view, None))
         .collect();
-    Ok(Json(serde_json::json!({ "object": "list", "data": data })))
+    Ok(Json(CredentialList {
+        object: "list",
+        data,
+    }))
 }
 
 /// Retrieve a credential, with its webhook URL and token.
-#[utoipa::path(get, path = "/v1/credentials/{id}", tag = "credentials",
+#[utoipa::path(get, path = "/v1/credentials/{id}", tag = "credentials", operation_id = "get_credential",
     params(("id" = String, Path, description = "`cred_…`")),
     responses((status = 200, body = CredentialObject), (status = 401, body = ErrorResponse), (status = 404, body = ErrorResponse)),
     security(("api_key" = [])))]
@@ -273,27 +362,30 @@ pub async fn read(
     State(app): State<Arc<App>>,
     caller: Caller,
     Path(id): Path<String>,
-) -> Result<Json<CredentialObject>, ApiError> {
+) -> Result<(Tagged, Json<CredentialObject>), ApiError> {
     let view = credentials::get(&app, &caller, &id)
         .await
         .map_err(|e| api_error(e, &caller, &id))?;
-    Ok(Json(object_of(view, None)))
+    Ok((etag(view.record.version), Json(object_of(view, None))))
 }
 
 /// Change a credential's label, order, active flag or fields (omitted fields keep their value).
 /// New fields are tried at the PSP first, as on create, unless `verify` is false.
-#[utoipa::path(patch, path = "/v1/credentials/{id}", tag = "credentials",
-    params(("id" = String, Path, description = "`cred_…`")),
-    request_body(content = serde_json::Value, description = "`{label?, active?, position?, route_limit?, fields?, verify?: bool (default true: try new fields at the PSP before saving them), register_webhook?}`"),
+#[utoipa::path(patch, path = "/v1/credentials/{id}", tag = "credentials", operation_id = "update_credential",
+    params(("id" = String, Path, description = "`cred_…`"),
+        ("If-Match" = Option<String>, Header, description = "The `ETag` of the credential as read, e.g. `\"3\"`: the change is refused with 409 if it changed since")),
+    request_body = UpdateCredentialRequest,
     responses((status = 200, body = CredentialObject), (status = 400, body = ErrorResponse), (status = 401, body = ErrorResponse), (status = 404, body = ErrorResponse),
-        (status = 422, description = "The PSP refused the new fields, which were not saved; `psp_message` and `hint`", body = ErrorResponse)),
+        (status = 409, description = "The credential changed since the version named (`If-Match` or `version`): `conflict`, nothing saved", body = ErrorResponse),
+        (status = 422, description = "Well formed, and refused: one of the adapter's own fields is invalid (`param` names it), or the PSP refused the new fields (`psp_message` and `hint`); nothing was saved", body = ErrorResponse)),
     security(("api_key" = [])))]
 pub async fn update(
     State(app): State<Arc<App>>,
     caller: Caller,
     Path(id): Path<String>,
+    headers: HeaderMap,
     JsonBody(mut body): JsonBody,
-) -> Result<Json<CredentialObject>, ApiError> {
+) -> Result<(Tagged, Json<CredentialObject>), ApiError> {
     // A credential that does not exist is the answer, whatever the body says.
     let record = credentials::find(&app, &caller, &id)
         .await
@@ -306,19 +398,21 @@ pub async fn update(
         fields: fields_param(&mut body)?,
         verify: body.boolean("verify")?.unwrap_or(true),
         register_webhook: body.boolean("register_webhook")?,
+        expected_version: concurrency::expected_version(&headers, &mut body)?,
     };
     body.finish()?;
     let updated = credentials::update(&app, &caller, record, change)
         .await
         .map_err(|e| api_error(e, &caller, &id))?;
     let verification = updated.verification.as_ref().map(Verification::of);
-    Ok(Json(object_of(updated.view, verification)))
+    let tag = etag(updated.view.record.version);
+    Ok((tag, Json(object_of(updated.view, verification))))
 }
 
 /// Remove a credential: no new charge uses it; its charges keep their history.
-#[utoipa::path(delete, path = "/v1/credentials/{id}", tag = "credentials",
+#[utoipa::path(delete, path = "/v1/credentials/{id}", tag = "credentials", operation_id = "delete_credential",
     params(("id" = String, Path, description = "`cred_…`")),
-    responses((status = 200, description = "`{id, object: \"credential\", deleted: true}`"), (status = 401, body = ErrorResponse), (status = 404, body = ErrorResponse)),
+    responses((status = 200, description = "Deleted", body = crate::api::openapi::Deleted), (status = 401, body = ErrorResponse), (status = 404, body = ErrorResponse)),
     security(("api_key" = [])))]
 pub async fn remove(
     State(app): State<Arc<App>>,

@@ -85,12 +85,39 @@ pub struct ErrorResponse {
     pub error: ErrorBody,
 }
 
+/// Why a request is refused, which decides its status here, once, for the whole API.
+///
+/// 400 means "fix the request's shape": what the OpenAPI document says (a type, a required
+/// field, a length, a pattern, an unknown field) is not met, so a client generated from the
+/// document would never send it. 422 means "the request is well formed, and the gateway still
+/// refuses it" by a rule the document cannot state: CPF/CNPJ check digits, a provider that is
+/// not installed or not connected, an adapter's own required fields, a webhook URL that does
+/// not resolve or is private, rules across fields (a payment link's amount with
+/// `min_amount`), an `Idempotency-Key` reused with another body. Both keep
+/// `invalid_request_error` and the same `code`, `param` and `hint`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Refusal {
+    /// The request does not match the document: 400.
+    Shape,
+    /// The request matches the document; a rule beyond it refuses it: 422.
+    Rule,
+}
+
+impl Refusal {
+    pub fn status(self) -> StatusCode {
+        match self {
+            Refusal::Shape => StatusCode::BAD_REQUEST,
+            Refusal::Rule => StatusCode::UNPROCESSABLE_ENTITY,
+        }
+    }
+}
+
 #[derive(Debug, Clone)]
 pub struct ApiError {
     pub status: StatusCode,
     /// Boxed: errors travel through every `Result` of the API layer, which stays small.
     pub body: Box<ErrorBody>,
-    /// Seconds, for a 429.
+    /// Seconds, for a 429 or a 503 `gateway_busy`.
     pub retry_after: Option<u64>,
 }
 
@@ -124,20 +151,54 @@ impl ApiError {
         }
     }
 
-    /// 400 naming the parameter at fault.
-    pub fn invalid_param(param: impl Into<String>, message: impl Into<String>) -> Self {
-        let mut e = Self::bad_request("parameter_invalid", message);
-        e.body.param = Some(param.into());
+    /// 503 `gateway_busy`: the gateway's own limit of concurrent PSP calls was reached and no
+    /// slot freed up in time; nothing reached a PSP, so retrying (same Idempotency-Key) is safe.
+    pub fn gateway_busy(message: impl Into<String>) -> Self {
+        let mut e = ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            ErrorType::ApiError,
+            "gateway_busy",
+            message,
+        )
+        .with_hint(
+            "Retry after the number of seconds in the Retry-After header; the same \
+             Idempotency-Key is safe. If this persists, the PSP is answering slowly.",
+        );
+        e.retry_after = Some(1);
         e
     }
 
-    pub fn bad_request(code: &str, message: impl Into<String>) -> Self {
+    /// A refused request, answered 400 or 422 by [`Refusal::status`]: `invalid_request_error`
+    /// with `code`.
+    pub fn invalid(refusal: Refusal, code: &str, message: impl Into<String>) -> Self {
         Self::new(
-            StatusCode::BAD_REQUEST,
+            refusal.status(),
             ErrorType::InvalidRequestError,
             code,
             message,
         )
+    }
+
+    /// 400 `parameter_invalid` naming the parameter at fault: it does not have the documented
+    /// shape.
+    pub fn invalid_param(param: impl Into<String>, message: impl Into<String>) -> Self {
+        Self::invalid(Refusal::Shape, "parameter_invalid", message).with_param(param)
+    }
+
+    /// 422 `parameter_invalid` naming the parameter at fault: it has the documented shape, and
+    /// a rule beyond the document refuses it.
+    pub fn unprocessable_param(param: impl Into<String>, message: impl Into<String>) -> Self {
+        Self::invalid(Refusal::Rule, "parameter_invalid", message).with_param(param)
+    }
+
+    /// 400: the request does not have the documented shape.
+    pub fn bad_request(code: &str, message: impl Into<String>) -> Self {
+        Self::invalid(Refusal::Shape, code, message)
+    }
+
+    /// 422: the request has the documented shape, and a rule beyond the document refuses it.
+    pub fn unprocessable(code: &str, message: impl Into<String>) -> Self {
+        Self::invalid(Refusal::Rule, code, message)
     }
 
     pub fn unauthorized(code: &str, message: impl Into<String>) -> Self {
@@ -217,6 +278,24 @@ impl From<crate::plans::LimitReached> for ApiError {
 impl From<crate::store::StoreError> for ApiError {
     fn from(error: crate::store::StoreError) -> Self {
         ApiError::internal(error)
+    }
+}
+
+impl From<crate::live::LiveError> for ApiError {
+    fn from(error: crate::live::LiveError) -> Self {
+        match error {
+            crate::live::LiveError::TooMany { .. } => {
+                let mut e = ApiError::new(
+                    StatusCode::TOO_MANY_REQUESTS,
+                    ErrorType::RateLimitError,
+                    "too_many_streams",
+                    format!("{}.", error),
+                );
+                e.retry_after = Some(5);
+                e
+            }
+            crate::live::LiveError::Store(e) => ApiError::internal(e),
+        }
     }
 }
 

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use axum::extract::{Path, Query, State};
 use axum::routing::{get, post};
 use axum::{Json, Router};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use super::error::{ApiError, ErrorResponse};
@@ -22,10 +22,84 @@ pub fn router() -> Router<Arc<App>> {
         .route("/v1/events/{id}/redeliver", post(redeliver))
 }
 
+/// An event, as listed and as delivered to endpoints (the stored payload, verbatim).
+#[derive(Serialize, utoipa::ToSchema)]
+#[allow(dead_code)]
+pub struct EventObject {
+    /// `evt_…`
+    id: String,
+    /// Always `event`.
+    object: String,
+    #[schema(value_type = super::webhook_endpoints::EventType)]
+    #[serde(rename = "type")]
+    kind: String,
+    created_at: String,
+    livemode: bool,
+    data: EventData,
+    /// Only when an event is retrieved: its deliveries and every attempt.
+    deliveries: Option<Vec<DeliveryObject>>,
+}
+
+/// What an event is about.
+#[derive(Serialize, utoipa::ToSchema)]
+#[allow(dead_code)]
+pub struct EventData {
+    /// The charge as it was when the event happened.
+    object: crate::charges::object::ChargeObject,
+}
+
+/// One endpoint's delivery of an event.
+#[derive(Serialize, utoipa::ToSchema)]
+#[allow(dead_code)]
+pub struct DeliveryObject {
+    id: String,
+    /// `we_…`
+    endpoint: String,
+    /// `pending`, `delivered`, `failed` or `canceled`.
+    status: String,
+    next_attempt_at: Option<String>,
+    delivered_at: Option<String>,
+    attempts: Vec<AttemptObject>,
+}
+
+#[derive(Serialize, utoipa::ToSchema)]
+#[allow(dead_code)]
+pub struct AttemptObject {
+    attempt: i64,
+    at: String,
+    /// The endpoint's HTTP status; `null` when it could not be reached.
+    status_code: Option<i64>,
+    latency_ms: Option<i64>,
+    error: Option<String>,
+    response_excerpt: Option<String>,
+}
+
+/// A page of events, newest first.
+#[derive(Serialize, utoipa::ToSchema)]
+#[allow(dead_code)]
+pub struct EventList {
+    /// Always `list`.
+    object: String,
+    data: Vec<EventObject>,
+    has_more: bool,
+}
+
+/// What a redelivery queued.
+#[derive(Serialize, utoipa::ToSchema)]
+#[allow(dead_code)]
+pub struct Redelivery {
+    id: String,
+    /// Always `event`.
+    object: String,
+    /// Deliveries queued: one per enabled endpoint subscribed to the event's type.
+    queued: i64,
+}
+
 #[derive(Deserialize, utoipa::IntoParams)]
 #[into_params(parameter_in = Query)]
 pub struct ListParams {
     /// 1 to 100; default 20.
+    #[param(value_type = Option<u32>, minimum = 1, maximum = 100)]
     limit: Option<String>,
     /// An event id: the events before it (the next page).
     starting_after: Option<String>,
@@ -37,8 +111,8 @@ pub struct ListParams {
 }
 
 /// List events, newest first.
-#[utoipa::path(get, path = "/v1/events", tag = "webhooks", params(ListParams),
-    responses((status = 200, description = "`{object: \"list\", data: [event], has_more}`; each event is `{id, object, type, created_at, livemode, data: {object: charge}}`"), (status = 401, body = ErrorResponse)),
+#[utoipa::path(get, path = "/v1/events", tag = "webhooks", operation_id = "list_events", params(ListParams),
+    responses((status = 200, body = EventList), (status = 401, body = ErrorResponse)),
     security(("api_key" = [])))]
 pub async fn list(
     State(app): State<Arc<App>>,
@@ -83,9 +157,9 @@ async fn find(app: &App, caller: &Caller, id: &str) -> Result<EventRecord, ApiEr
 }
 
 /// Retrieve an event with its deliveries and every attempt (status, latency, response excerpt).
-#[utoipa::path(get, path = "/v1/events/{id}", tag = "webhooks",
+#[utoipa::path(get, path = "/v1/events/{id}", tag = "webhooks", operation_id = "get_event",
     params(("id" = String, Path, description = "`evt_…`")),
-    responses((status = 200, description = "The event plus `deliveries: [{id, endpoint, status, attempts: [...]}]`"), (status = 404, body = ErrorResponse)),
+    responses((status = 200, description = "The event with its `deliveries`", body = EventObject), (status = 404, body = ErrorResponse)),
     security(("api_key" = [])))]
 pub async fn read(
     State(app): State<Arc<App>>,
@@ -126,9 +200,9 @@ pub async fn read(
 }
 
 /// Deliver an event again to every enabled endpoint subscribed to its type.
-#[utoipa::path(post, path = "/v1/events/{id}/redeliver", tag = "webhooks",
+#[utoipa::path(post, path = "/v1/events/{id}/redeliver", tag = "webhooks", operation_id = "redeliver_event",
     params(("id" = String, Path, description = "`evt_…`")),
-    responses((status = 200, description = "`{id, queued: <deliveries>}`"), (status = 404, body = ErrorResponse)),
+    responses((status = 200, body = Redelivery), (status = 404, body = ErrorResponse)),
     security(("api_key" = [])))]
 pub async fn redeliver(
     State(app): State<Arc<App>>,

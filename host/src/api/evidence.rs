@@ -138,15 +138,20 @@ pub struct EvidenceList {
 pub struct AttachEvidenceRequest {
     /// A JPEG, PNG or WebP photo of at most 10 MB. It is decoded to check it is one, turned
     /// upright, scaled to at most 2048 pixels a side and stored as a JPEG without metadata.
-    #[schema(value_type = String, format = Binary)]
+    /// An empty file part is no photo (what a form's empty file input sends): 400.
+    #[schema(value_type = String, format = Binary, min_length = 1)]
     photo: Vec<u8>,
     /// Degrees, -90 to 90; with `longitude`.
+    #[schema(minimum = -90, maximum = 90)]
     latitude: Option<f64>,
     /// Degrees, -180 to 180; with `latitude`.
+    #[schema(minimum = -180, maximum = 180)]
     longitude: Option<f64>,
-    /// Metres, as the device reports it.
+    /// Metres, as the device reports it; only with `latitude` and `longitude`.
+    #[schema(minimum = 0, maximum = 1_000_000)]
     accuracy: Option<f64>,
     /// Up to 300 characters, instead of or beside the coordinates.
+    #[schema(max_length = 300)]
     address: Option<String>,
 }
 
@@ -182,7 +187,9 @@ fn api_error(error: EvidenceError) -> ApiError {
             message,
         )
         .with_param("photo"),
-        EvidenceError::Place { field, .. } => ApiError::invalid_param(field, message),
+        // The form's text fields as numbers, and which go together: rules a multipart body's
+        // schema does not hold a client to.
+        EvidenceError::Place { field, .. } => ApiError::unprocessable_param(field, message),
         EvidenceError::NotFound(id) => ApiError::not_found("evidence", &id),
         EvidenceError::Storage(e) => ApiError::internal(e),
         EvidenceError::Store(e) => ApiError::internal(e),
@@ -296,17 +303,17 @@ pub async fn read_upload(mut multipart: Multipart, extra: &[&str]) -> Result<Upl
 }
 
 /// Attach a photo and the place of the sale to a paid charge.
-#[utoipa::path(post, path = "/v1/charges/{id}/evidence", tag = "charges",
+#[utoipa::path(post, path = "/v1/charges/{id}/evidence", tag = "charges", operation_id = "attach_evidence",
     params(("id" = String, Path, description = "`chg_…` of a paid charge")),
     request_body(content = AttachEvidenceRequest, content_type = "multipart/form-data"),
     responses(
         (status = 201, description = "Attached", body = EvidenceObject),
-        (status = 400, description = "A field is invalid or missing; `param` names it", body = ErrorResponse),
+        (status = 400, description = "The body is not multipart/form-data, has an unknown field, or lacks `photo`; `param` names it", body = ErrorResponse),
         (status = 401, body = ErrorResponse),
         (status = 404, description = "No such charge for this key", body = ErrorResponse),
         (status = 409, description = "The charge is not paid, or holds 5 items already", body = ErrorResponse),
         (status = 413, description = "The photo is over 10 MB", body = ErrorResponse),
-        (status = 422, description = "The file is not a JPEG, PNG or WebP image (or is damaged, or has too many pixels)", body = ErrorResponse)),
+        (status = 422, description = "The file is not a JPEG, PNG or WebP image (or is damaged, or has too many pixels; `photo_invalid`), or a place field is refused: not a number in its range, a coordinate without the other, `accuracy` without coordinates, an `address` over 300 characters or with control characters (`param` names it)", body = ErrorResponse)),
     security(("api_key" = [])))]
 pub async fn attach(
     State(app): State<Arc<App>>,
@@ -360,7 +367,7 @@ pub async fn attach(
 }
 
 /// List a charge's evidence, oldest first.
-#[utoipa::path(get, path = "/v1/charges/{id}/evidence", tag = "charges",
+#[utoipa::path(get, path = "/v1/charges/{id}/evidence", tag = "charges", operation_id = "list_evidence",
     params(("id" = String, Path, description = "`chg_…`")),
     responses((status = 200, body = EvidenceList), (status = 401, body = ErrorResponse), (status = 404, body = ErrorResponse)),
     security(("api_key" = [])))]
@@ -378,7 +385,7 @@ pub async fn list(
 }
 
 /// The stored photo (a JPEG).
-#[utoipa::path(get, path = "/v1/charges/{id}/evidence/{evidence_id}/photo", tag = "charges",
+#[utoipa::path(get, path = "/v1/charges/{id}/evidence/{evidence_id}/photo", tag = "charges", operation_id = "get_evidence_photo",
     params(("id" = String, Path, description = "`chg_…`"), ("evidence_id" = String, Path, description = "`evi_…`")),
     responses(
         (status = 200, description = "The photo", content_type = "image/jpeg"),

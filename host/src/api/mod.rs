@@ -11,12 +11,14 @@
 //! - [`evidence`]: `/v1/charges/{id}/evidence`, a sale's photo and place.
 //! - The dashboard's routes ([`crate::web`]) join here, under the same layers.
 //! - [`auth`] turns an API key into a [`crate::charges::Caller`]; [`body`] reads JSON bodies
-//!   field by field; [`error`] is the one error type; [`psp_failure`] maps PSP failures to it.
+//!   field by field; [`error`] is the one error type; [`psp_failure`] maps PSP failures to it;
+//!   [`concurrency`]: versions, `ETag` and `If-Match` of what merchants edit.
 
 pub mod adapters;
 pub mod auth;
 pub mod body;
 pub mod charges;
+pub mod concurrency;
 pub mod credentials;
 pub mod error;
 pub mod events;

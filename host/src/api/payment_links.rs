@@ -105,60 +105,90 @@ pub struct PaymentLinkList {
     has_more: bool,
 }
 
-/// `POST /v1/payment_links` body (documentation of what [`create`] accepts).
+/// `POST /v1/payment_links` body: what [`create`] reads. `null` is the same as leaving a field
+/// out; text is trimmed.
 #[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
 #[allow(dead_code)]
 pub struct CreatePaymentLinkRequest {
-    /// 1 to 100 characters, no line breaks.
-    #[schema(example = "Camiseta azul")]
+    /// 1 to 100 characters, not only spaces, no line breaks or other control characters.
+    #[schema(schema_with = name_schema)]
     name: String,
-    /// A fixed amount in centavos (1 to 1000000000). Omit it to let the payer type the amount.
+    /// A fixed amount in centavos. Omit it to let the payer type the amount (then
+    /// `min_amount` and `max_amount` may bound it; with `amount` they are refused).
     #[schema(minimum = 1, maximum = 1_000_000_000, example = 5990)]
     amount: Option<i64>,
-    /// Only without `amount`: the least the payer may pay, in centavos.
+    /// Only without `amount`: the least the payer may pay, in centavos; at most `max_amount`.
     #[schema(minimum = 1, maximum = 1_000_000_000)]
     min_amount: Option<i64>,
     /// Only without `amount`: the most the payer may pay, in centavos.
     #[schema(minimum = 1, maximum = 1_000_000_000)]
     max_amount: Option<i64>,
-    /// Paid payments the link takes, 1 to 1000000; then its page says it is used up.
+    /// Paid payments the link takes; then its page says it is used up.
     #[schema(minimum = 1, maximum = 1_000_000)]
     usage_limit: Option<i64>,
-    /// RFC 3339: the link takes payments from then on.
+    /// RFC 3339: the link takes payments from then on; before `valid_until`.
+    #[schema(format = DateTime, max_length = 64)]
     valid_from: Option<String>,
     /// RFC 3339: the link takes no payments from then on.
+    #[schema(format = DateTime, max_length = 64)]
     valid_until: Option<String>,
     /// An installed adapter id (`GET /v1/adapters`) or `random` (the default): round robin over
     /// the merchant's PSPs, as for charges.
-    #[schema(example = "random")]
+    #[schema(
+        example = "random",
+        max_length = 64,
+        pattern = "[^\\t\\n\\x0b\\x0c\\r \\x85\\xa0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000]"
+    )]
     provider: Option<String>,
-    /// A custom slug: 3 to 64 lower-case letters, digits and hyphens, starting and ending with a
-    /// letter or digit, not taken by another link. Default: 20 random characters.
-    #[schema(example = "camiseta-azul")]
+    /// A custom slug: 3 to 64 letters, digits and hyphens, starting and ending with a letter or
+    /// digit (stored in lower case), not taken by another link. Default: 20 random characters.
+    #[schema(
+        example = "camiseta-azul",
+        pattern = "^[A-Za-z0-9][A-Za-z0-9-]{1,62}[A-Za-z0-9]$"
+    )]
     slug: Option<String>,
     /// Default `true`.
     active: Option<bool>,
 }
 
-/// `PATCH /v1/payment_links/{id}` body (documentation of what [`update`] accepts). Absent
-/// fields keep their value; `null` clears an optional one.
+/// `PATCH /v1/payment_links/{id}` body: what [`update`] reads. Absent fields keep their value;
+/// `null` clears an optional one.
 #[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
 #[allow(dead_code)]
 pub struct UpdatePaymentLinkRequest {
+    #[schema(schema_with = name_schema)]
     name: Option<String>,
     /// A number makes the amount fixed (and clears `min_amount` and `max_amount` unless given);
     /// `null` lets the payer type it.
+    #[schema(minimum = 1, maximum = 1_000_000_000)]
     amount: Option<i64>,
+    #[schema(minimum = 1, maximum = 1_000_000_000)]
     min_amount: Option<i64>,
+    #[schema(minimum = 1, maximum = 1_000_000_000)]
     max_amount: Option<i64>,
+    #[schema(minimum = 1, maximum = 1_000_000)]
     usage_limit: Option<i64>,
+    #[schema(format = DateTime, max_length = 64)]
     valid_from: Option<String>,
+    #[schema(format = DateTime, max_length = 64)]
     valid_until: Option<String>,
+    #[schema(
+        max_length = 64,
+        pattern = "[^\\t\\n\\x0b\\x0c\\r \\x85\\xa0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000]"
+    )]
     provider: Option<String>,
     /// The old address stops working.
+    #[schema(pattern = "^[A-Za-z0-9][A-Za-z0-9-]{1,62}[A-Za-z0-9]$")]
     slug: Option<String>,
     /// `true` activates the link again; `false` deactivates it.
     active: Option<bool>,
+}
+
+/// A link's name as [`payment_links::name`] reads it (never `null`: a link needs a name).
+fn name_schema() -> utoipa::openapi::Object {
+    super::openapi::text(MAX_NAME_CHARS, super::openapi::CONTROLS, false)
 }
 
 impl From<LinkError> for ApiError {
@@ -175,7 +205,12 @@ impl From<LinkError> for ApiError {
             )
             .with_param("slug"),
             LinkError::UnknownProvider(_) => {
-                ApiError::invalid_param("provider", format!("{e}.")).with_code("provider_unknown")
+                ApiError::unprocessable_param("provider", format!("{e}."))
+                    .with_code("provider_unknown")
+            }
+            // Rules across fields, beyond what the document states field by field.
+            LinkError::AmountWithRange | LinkError::RangeInverted | LinkError::WindowInverted => {
+                ApiError::unprocessable_param(e.field().unwrap_or_default(), format!("{e}."))
             }
             LinkError::NameMissing => {
                 ApiError::invalid_param("name", format!("{e}.")).with_code("parameter_missing")
@@ -252,14 +287,15 @@ fn provider_param(
 }
 
 /// Create a payment link.
-#[utoipa::path(post, path = "/v1/payment_links", tag = "payment_links",
+#[utoipa::path(post, path = "/v1/payment_links", tag = "payment_links", operation_id = "create_payment_link",
     request_body = CreatePaymentLinkRequest,
     responses(
         (status = 201, body = PaymentLinkObject),
-        (status = 400, description = "A parameter is invalid; `param` names it", body = ErrorResponse),
+        (status = 400, description = "A parameter does not have the documented shape; `param` names it", body = ErrorResponse),
         (status = 401, body = ErrorResponse),
         (status = 403, description = "The plan's active payment links are used up in this environment: `plan_limit_reached`", body = ErrorResponse),
-        (status = 409, description = "The slug is taken", body = ErrorResponse)),
+        (status = 409, description = "The slug is taken", body = ErrorResponse),
+        (status = 422, description = "Well formed, and refused by a rule across fields (`amount` together with `min_amount` or `max_amount`, `min_amount` above `max_amount`, `valid_from` not before `valid_until`), or no adapter serves `provider` (`provider_unknown`); `param` names the field", body = ErrorResponse)),
     security(("api_key" = [])))]
 pub async fn create(
     State(app): State<Arc<App>>,
@@ -303,13 +339,14 @@ pub async fn create(
 #[into_params(parameter_in = Query)]
 pub struct ListParams {
     /// 1 to 100; default 20.
+    #[param(value_type = Option<u32>, minimum = 1, maximum = 100)]
     limit: Option<String>,
     /// A payment link id: list the links created before it (the next page).
     starting_after: Option<String>,
 }
 
 /// List payment links, newest first, with cursor pagination.
-#[utoipa::path(get, path = "/v1/payment_links", tag = "payment_links", params(ListParams),
+#[utoipa::path(get, path = "/v1/payment_links", tag = "payment_links", operation_id = "list_payment_links", params(ListParams),
     responses((status = 200, body = PaymentLinkList), (status = 400, body = ErrorResponse), (status = 401, body = ErrorResponse)),
     security(("api_key" = [])))]
 pub async fn list(
@@ -338,7 +375,7 @@ pub async fn list(
 }
 
 /// Retrieve a payment link.
-#[utoipa::path(get, path = "/v1/payment_links/{id}", tag = "payment_links",
+#[utoipa::path(get, path = "/v1/payment_links/{id}", tag = "payment_links", operation_id = "get_payment_link",
     params(("id" = String, Path, description = "`plink_…`")),
     responses((status = 200, body = PaymentLinkObject), (status = 401, body = ErrorResponse), (status = 404, body = ErrorResponse)),
     security(("api_key" = [])))]
@@ -352,16 +389,17 @@ pub async fn read(
 }
 
 /// Change a payment link. Charges already made keep the name they were made with.
-#[utoipa::path(patch, path = "/v1/payment_links/{id}", tag = "payment_links",
+#[utoipa::path(patch, path = "/v1/payment_links/{id}", tag = "payment_links", operation_id = "update_payment_link",
     params(("id" = String, Path, description = "`plink_…`")),
     request_body = UpdatePaymentLinkRequest,
     responses(
         (status = 200, body = PaymentLinkObject),
-        (status = 400, description = "A parameter is invalid; `param` names it", body = ErrorResponse),
+        (status = 400, description = "A parameter does not have the documented shape; `param` names it", body = ErrorResponse),
         (status = 401, body = ErrorResponse),
         (status = 403, description = "Activating it goes beyond the plan's active payment links: `plan_limit_reached`", body = ErrorResponse),
         (status = 404, body = ErrorResponse),
-        (status = 409, description = "The slug is taken", body = ErrorResponse)),
+        (status = 409, description = "The slug is taken", body = ErrorResponse),
+        (status = 422, description = "Well formed, and refused by a rule across fields, the link's stored ones included (`amount` together with `min_amount` or `max_amount`, `min_amount` above `max_amount`, `valid_from` not before `valid_until`), or no adapter serves `provider` (`provider_unknown`); `param` names the field", body = ErrorResponse)),
     security(("api_key" = [])))]
 pub async fn update(
     State(app): State<Arc<App>>,
@@ -393,7 +431,7 @@ pub async fn update(
 
 /// Deactivate a payment link: its page says so and creates no charge. Charges already made
 /// can still be paid. `PATCH` with `active: true` activates it again.
-#[utoipa::path(post, path = "/v1/payment_links/{id}/deactivate", tag = "payment_links",
+#[utoipa::path(post, path = "/v1/payment_links/{id}/deactivate", tag = "payment_links", operation_id = "deactivate_payment_link",
     params(("id" = String, Path, description = "`plink_…`")),
     responses((status = 200, body = PaymentLinkObject), (status = 401, body = ErrorResponse), (status = 404, body = ErrorResponse)),
     security(("api_key" = [])))]

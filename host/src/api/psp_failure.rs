@@ -144,6 +144,18 @@ pub fn from_call(error: &CallError, environment: Environment) -> ApiError {
             e.body.psp_code = psp_code;
             e
         }
+        CallError::Busy {
+            provider,
+            saturated,
+        } => ApiError::gateway_busy(format!(
+            "The gateway is at its limit of calls to {} and could not place this request in \
+             time ({saturated}); nothing was sent to the PSP.",
+            match saturated {
+                crate::runtime::Saturated::Psp { .. } => provider.as_str(),
+                crate::runtime::Saturated::Gateway { .. } => "the PSPs",
+            }
+        ))
+        .with_provider(provider.clone()),
         CallError::Fault {
             provider, fault, ..
         } => ApiError::new(
@@ -163,7 +175,7 @@ pub fn from_charge_error(error: ChargeError, environment: Environment) -> ApiErr
         ChargeError::UnknownProvider {
             provider,
             available,
-        } => ApiError::invalid_param(
+        } => ApiError::unprocessable_param(
             "provider",
             format!(
                 "No PSP adapter {provider:?} is installed. Available: {}.",
@@ -178,7 +190,7 @@ pub fn from_charge_error(error: ChargeError, environment: Environment) -> ApiErr
         ChargeError::NotConnected {
             provider,
             environment,
-        } => ApiError::invalid_param(
+        } => ApiError::unprocessable_param(
             "provider",
             format!(
                 "This merchant has no active {provider} credential in the {} environment. \
@@ -188,12 +200,12 @@ pub fn from_charge_error(error: ChargeError, environment: Environment) -> ApiErr
             ),
         )
         .with_code("provider_not_connected"),
-        ChargeError::PayerFieldRequired { provider, field } => ApiError::invalid_param(
+        ChargeError::PayerFieldRequired { provider, field } => ApiError::unprocessable_param(
             format!("payer.{field}"),
             format!("{provider} requires payer.{field} to create a Pix charge."),
         )
         .with_code("parameter_missing"),
-        ChargeError::CancelUnsupported { provider } => ApiError::bad_request(
+        ChargeError::CancelUnsupported { provider } => ApiError::unprocessable(
             "cancel_unsupported",
             format!("{provider} does not let charges be canceled; it expires at its expiry time."),
         ),
@@ -216,7 +228,7 @@ pub fn from_charge_error(error: ChargeError, environment: Environment) -> ApiErr
         ),
         ChargeError::PlanLimit(reached) => reached.into(),
         ChargeError::Psp(call) => from_call(&call, environment),
-        ChargeError::NoRoute { reason } => ApiError::invalid_param(
+        ChargeError::NoRoute { reason } => ApiError::unprocessable_param(
             "provider",
             format!("provider \"random\" found no PSP for this charge: {reason}."),
         )
@@ -244,6 +256,14 @@ pub fn from_charge_error(error: ChargeError, environment: Environment) -> ApiErr
             "The charge cannot be paid through pixgw as {provider} returned it; it was marked \
              failed. Retry, or use another provider."
         )),
+        ChargeError::Unfinished { provider, detail } => ApiError::new(
+            StatusCode::BAD_GATEWAY,
+            ErrorType::PspError,
+            "psp_outcome_unknown",
+            format!("{provider} has not confirmed whether the charge exists yet: {detail}."),
+        )
+        .with_provider(provider.clone())
+        .with_hint(fill(HINT_AMBIGUOUS, &provider, environment)),
         ChargeError::Store(e) => ApiError::internal(e),
         ChargeError::Vault(e) => ApiError::internal(format!("vault: {e}")),
     }

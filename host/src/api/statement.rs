@@ -44,18 +44,24 @@ const DEFAULT_LIMIT: u32 = 20;
 #[derive(Deserialize, Default, utoipa::IntoParams)]
 #[into_params(parameter_in = Query)]
 pub struct ExportParams {
-    /// Paid at or after: a day `AAAA-MM-DD` (from its first moment in São Paulo) or an RFC 3339
-    /// time.
+    /// Paid at or after: a day `AAAA-MM-DD` of 1970 or later (from its first moment in São
+    /// Paulo) or an RFC 3339 time.
+    #[param(schema_with = bound_schema)]
     paid_gte: Option<String>,
-    /// Paid before: a day `AAAA-MM-DD` (before its first moment in São Paulo, so
-    /// `paid_gte=2026-11-01&paid_lt=2026-12-01` is November) or an RFC 3339 time.
+    /// Paid before: a day `AAAA-MM-DD` of 1970 or later (before its first moment in São Paulo,
+    /// so `paid_gte=2026-11-01&paid_lt=2026-12-01` is November) or an RFC 3339 time; not before
+    /// `paid_gte` (422).
+    #[param(schema_with = bound_schema)]
     paid_lt: Option<String>,
     /// An adapter id, e.g. `efi`.
+    #[param(schema_with = provider_schema)]
     provider: Option<String>,
     /// Who sold: a team member's id (`usr_…`, their cashier sales), `api` (charges created
     /// through the API) or `payment_link` (charges paid through any payment link).
+    #[param(schema_with = operator_schema)]
     operator: Option<String>,
     /// A payment link's id (`plink_…`): the charges paid through it.
+    #[param(schema_with = payment_link_schema)]
     payment_link: Option<String>,
 }
 
@@ -64,12 +70,55 @@ pub struct ExportParams {
 #[into_params(parameter_in = Query)]
 pub struct PageParams {
     /// 1 to 100; default 20.
+    #[param(value_type = Option<u32>, minimum = 1, maximum = 100)]
     limit: Option<String>,
     /// A line's `charge_id`: the page after it (older payments).
     starting_after: Option<String>,
 }
 
-/// The filter both endpoints take, parsed; every refusal is a 400 naming its parameter.
+/// A filter parameter as [`filter_of`] reads it: `pattern` around `WHITESPACE*`, which the
+/// parsers trim.
+fn trimmed(pattern: &str, format: Option<&str>) -> utoipa::openapi::RefOr<utoipa::openapi::Schema> {
+    use super::openapi::WHITESPACE;
+    let mut schema = serde_json::json!({
+        "type": "string",
+        "pattern": format!("^[{WHITESPACE}]*(?:{pattern})[{WHITESPACE}]*$"),
+    });
+    if let Some(format) = format {
+        schema["format"] = format.into();
+    }
+    serde_json::from_value(schema).expect("a schema")
+}
+
+/// `paid_gte`, `paid_lt`: a day of 1970 or later ([`statement::parse_day`]) or an RFC 3339
+/// time ([`crate::store::parse_rfc3339`]).
+fn bound_schema() -> utoipa::openapi::RefOr<utoipa::openapi::Schema> {
+    serde_json::from_value(serde_json::json!({"anyOf": [
+        {"type": "string", "format": "date", "pattern": "^(?:19[7-9][0-9]|[2-9][0-9]{3})-[0-9]{2}-[0-9]{2}$"},
+        {"type": "string", "format": "date-time"},
+    ]}))
+    .expect("a schema")
+}
+
+/// [`statement::parse_provider`].
+fn provider_schema() -> utoipa::openapi::RefOr<utoipa::openapi::Schema> {
+    trimmed("[a-z0-9_-]{1,64}", None)
+}
+
+/// [`statement::parse_operator`].
+fn operator_schema() -> utoipa::openapi::RefOr<utoipa::openapi::Schema> {
+    trimmed("api|payment_link|usr_[0-9a-fA-F]{32}", None)
+}
+
+/// [`statement::parse_payment_link`]: `plink_` and 22 base62 characters. Every id starts with
+/// `0` for millennia to come (a UUIDv7 leads with its time); `[0-6]` keeps the pattern inside
+/// the 128-bit values the parser takes.
+fn payment_link_schema() -> utoipa::openapi::RefOr<utoipa::openapi::Schema> {
+    trimmed("plink_[0-6][0-9A-Za-z]{21}", None)
+}
+
+/// The filter both endpoints take, parsed; a parameter without the documented shape is a 400
+/// naming it, `paid_lt` before `paid_gte` a 422.
 fn filter_of(params: &ExportParams) -> Result<StatementFilter, ApiError> {
     let tz = statement::time_zone();
     let bad = |param: &str, e: FilterError| {
@@ -92,7 +141,10 @@ fn filter_of(params: &ExportParams) -> Result<StatementFilter, ApiError> {
     if let (Some(gte), Some(lt)) = (paid_gte, paid_lt)
         && lt < gte
     {
-        return Err(bad("paid_lt", FilterError::Order));
+        return Err(ApiError::unprocessable_param(
+            "paid_lt",
+            format!("paid_lt {}.", FilterError::Order),
+        ));
     }
     Ok(StatementFilter {
         paid_gte,
@@ -241,9 +293,10 @@ pub struct StatementList {
 }
 
 /// List the paid charges by payment time, newest first, with the totals of the filter.
-#[utoipa::path(get, path = "/v1/statement", tag = "statement", params(ExportParams, PageParams),
+#[utoipa::path(get, path = "/v1/statement", tag = "statement", operation_id = "list_statement", params(ExportParams, PageParams),
     responses((status = 200, body = StatementList), (status = 400, body = ErrorResponse),
-        (status = 401, body = ErrorResponse)),
+        (status = 401, body = ErrorResponse),
+        (status = 422, description = "`paid_lt` is before `paid_gte`, or `starting_after` is not the `charge_id` of a line of this statement", body = ErrorResponse)),
     security(("api_key" = [])))]
 pub async fn list(
     State(app): State<Arc<App>>,
@@ -268,7 +321,7 @@ pub async fn list(
         .page(&app.store, q.starting_after.as_deref(), limit)
         .await
         .map_err(|e| match e {
-            StatementError::UnknownCursor(_) => ApiError::invalid_param(
+            StatementError::UnknownCursor(_) => ApiError::unprocessable_param(
                 "starting_after",
                 "starting_after must be the charge_id of a line of this statement (a paid \
                  charge of this key's merchant and environment).",
@@ -298,10 +351,11 @@ pub async fn list(
 /// `Accept-Language` prefers English. A text field starting with `=`, `+`, `-` or `@` is
 /// written with a leading `'` so spreadsheets show it rather than run it. Streamed: a year of
 /// lines starts at once and never waits for the whole file.
-#[utoipa::path(get, path = "/v1/statement.csv", tag = "statement", params(ExportParams),
+#[utoipa::path(get, path = "/v1/statement.csv", tag = "statement", operation_id = "download_statement", params(ExportParams),
     responses(
         (status = 200, description = "The CSV file (`Content-Disposition: attachment`)", content_type = "text/csv", body = String),
-        (status = 400, body = ErrorResponse), (status = 401, body = ErrorResponse)),
+        (status = 400, body = ErrorResponse), (status = 401, body = ErrorResponse),
+        (status = 422, description = "`paid_lt` is before `paid_gte`", body = ErrorResponse)),
     security(("api_key" = [])))]
 pub async fn csv(
     State(app): State<Arc<App>>,

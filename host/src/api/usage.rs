@@ -71,7 +71,7 @@ pub struct UsageObject {
 }
 
 /// The plan, its limits and this month's usage.
-#[utoipa::path(get, path = "/v1/usage", tag = "plans",
+#[utoipa::path(get, path = "/v1/usage", tag = "plans", operation_id = "get_usage",
     responses(
         (status = 200, body = UsageObject),
         (status = 401, description = "No valid API key", body = ErrorResponse),

@@ -7,7 +7,14 @@
 //! Creation writes the charge as `creating` (with the gateway's reference) before the PSP is
 //! called, so whatever the PSP did can be found again: a refusal removes the row (nothing exists
 //! at the PSP), an answer makes it `pending`, and an unknown outcome keeps it for a retry with
-//! the same idempotency key, which resumes with the same reference.
+//! the same idempotency key, which resumes with the same reference **at the same PSP**: it asks
+//! that PSP about the reference first, and only when the PSP has no such charge is the request
+//! placed again (routed requests then take a turn as if new). A `creating` row is never an
+//! answer.
+//!
+//! Money is never dropped: a payment the PSP reports for a charge the gateway had closed
+//! (expired or canceled) makes it `paid` with `paid_late`, and a payment of less than the
+//! amount is reported as `charge.underpaid`, not `charge.paid`.
 
 pub mod object;
 
@@ -18,6 +25,22 @@ use crate::runtime::{self, CallError, PspError};
 use crate::store::charges::{ChargeRecord, ChargeState, PspUpdate};
 use crate::store::credentials::CredentialRecord;
 use crate::store::{StoreError, now_ms};
+
+/// Settings of charge creation.
+#[derive(Debug, Clone)]
+pub struct ChargesConfig {
+    /// How long an idempotency key's lock lasts without renewal. The request holding it renews
+    /// it every third of this while it runs; after a crash a retry may resume after this long.
+    pub idempotency_lock: std::time::Duration,
+}
+
+impl Default for ChargesConfig {
+    fn default() -> Self {
+        ChargesConfig {
+            idempotency_lock: std::time::Duration::from_secs(30),
+        }
+    }
+}
 
 /// Seconds a charge can be paid when the request does not say.
 pub const DEFAULT_EXPIRES_IN: u32 = 3600;
@@ -157,6 +180,10 @@ pub enum ChargeError {
     Store(#[from] StoreError),
     #[error("a stored secret cannot be opened: {0}")]
     Vault(#[from] crate::vault::VaultError),
+    /// The charge's outcome at the PSP is still unknown (an earlier try with this reference
+    /// may have created it): retrying with the same idempotency key resumes it.
+    #[error("{provider} has not confirmed the charge yet: {detail}")]
+    Unfinished { provider: String, detail: String },
 }
 
 pub(crate) fn state_of(status: runtime::ChargeStatus) -> ChargeState {
@@ -222,16 +249,102 @@ impl App {
         reference: &Reference,
         request_id: &str,
     ) -> Result<ChargeRecord, ChargeError> {
-        let provider = match &input.provider {
-            ProviderChoice::Random => {
-                return crate::routing::route(self, caller, input, reference, request_id).await;
+        // A resumed request (same idempotency key) carries on with the charge it placed, at
+        // the PSP it placed it at, whatever the router's turn or the active credential now.
+        if let Some(existing) = self.store.charge_by_reference(reference.as_str()).await? {
+            if existing.status != ChargeState::Creating {
+                return Ok(existing);
             }
-            ProviderChoice::One(provider) => provider,
+            if let Some(found) = self
+                .resume_creating(&existing, input.expires_in, request_id)
+                .await?
+            {
+                return Ok(found);
+            }
+        }
+        let charge = match &input.provider {
+            ProviderChoice::Random => {
+                crate::routing::route(self, caller, input, reference, request_id).await?
+            }
+            ProviderChoice::One(provider) => {
+                self.create_at(caller, input, provider, reference, request_id)
+                    .await?
+            }
         };
+        // `creating` is internal: it is never an answer (nor replayed for an idempotency key).
+        if charge.status == ChargeState::Creating {
+            return Err(ChargeError::Unfinished {
+                provider: charge.provider,
+                detail: "the charge is still being created".into(),
+            });
+        }
+        Ok(charge)
+    }
+
+    /// Asks the PSP of a `creating` charge left by an earlier try whether it holds the charge:
+    /// found → the charge is finished from the PSP's view; not there → the row goes and
+    /// `None` says to place the charge afresh; no answer → [`ChargeError::Unfinished`].
+    async fn resume_creating(
+        &self,
+        charge: &ChargeRecord,
+        expires_in: u32,
+        request_id: &str,
+    ) -> Result<Option<ChargeRecord>, ChargeError> {
+        let (adapter, prepared) = self.adapter_of(charge).await?;
+        let result = adapter
+            .query_charge(
+                &prepared,
+                request_id,
+                &charge.reference,
+                charge.psp_id.as_deref(),
+            )
+            .await;
+        let outcome = match &result {
+            Ok(_) => "found",
+            Err(CallError::Psp {
+                error: PspError::NotFound(_),
+                ..
+            }) => "absent",
+            Err(_) => "unknown",
+        };
+        self.store
+            .record_charge_attempt(&crate::store::routing::AttemptRecord {
+                reference: charge.reference.clone(),
+                credential_id: charge.credential_id.clone(),
+                provider: charge.provider.clone(),
+                outcome,
+                message: result.as_ref().err().map(|e| e.to_string()),
+            })
+            .await?;
+        match result {
+            Ok(psp) => self.finish_created(charge, psp, expires_in).await.map(Some),
+            Err(CallError::Psp {
+                error: PspError::NotFound(_),
+                ..
+            }) => {
+                self.store.delete_creating_charge(&charge.id).await?;
+                Ok(None)
+            }
+            Err(error) => Err(ChargeError::Unfinished {
+                provider: charge.provider.clone(),
+                detail: format!("asking it about the charge failed ({})", summary(&error)),
+            }),
+        }
+    }
+
+    /// Creates a charge at the one PSP the request names.
+    async fn create_at(
+        &self,
+        caller: &Caller,
+        input: &ChargeInput,
+        provider: &str,
+        reference: &Reference,
+        request_id: &str,
+    ) -> Result<ChargeRecord, ChargeError> {
         let adapter = self.adapter_for(provider)?;
         if let Some(field) = missing_payer_field(&adapter, &input.payer) {
             return Err(ChargeError::PayerFieldRequired {
-                provider: provider.clone(),
+                provider: provider.to_owned(),
                 field,
             });
         }
@@ -240,7 +353,7 @@ impl App {
             .active_credential(&caller.merchant_id, caller.environment, provider)
             .await?
             .ok_or_else(|| ChargeError::NotConnected {
-                provider: provider.clone(),
+                provider: provider.to_owned(),
                 environment: caller.environment,
             })?;
         let attempt = Attempt {
@@ -277,7 +390,7 @@ impl App {
         )?;
         let provider = adapter.manifest().id.clone();
         let now = now_ms();
-        let mut charge = ChargeRecord {
+        let charge = ChargeRecord {
             id: ChargeId::generate().to_string(),
             merchant_id: caller.merchant_id.clone(),
             environment: caller.environment,
@@ -305,11 +418,13 @@ impl App {
             },
             payment_link_id: input.payment_link.as_ref().map(|l| l.id.clone()),
             payment_link_name: input.payment_link.as_ref().map(|l| l.name.clone()),
+            paid_late: false,
             created_at: now,
             updated_at: now,
         };
         if !self.store.insert_creating_charge(&charge).await?? {
-            // A request with this reference ran before and died: continue its charge.
+            // A request with this reference got here first (resumed requests are settled
+            // before they reach this point).
             let Some(existing) = self.store.charge_by_reference(reference.as_str()).await? else {
                 // Nothing holds the reference: the insert refused the charge's closed link.
                 return Err(match &input.payment_link {
@@ -319,10 +434,14 @@ impl App {
                     None => StoreError::Corrupt(format!("reference {reference} vanished")).into(),
                 });
             };
-            if existing.status != ChargeState::Creating || existing.credential_id != credential.id {
+            if existing.status != ChargeState::Creating {
                 return Ok(existing);
             }
-            charge = existing;
+            // Its create is still running (or died a moment ago): its outcome is unknown.
+            return Err(ChargeError::Unfinished {
+                provider: existing.provider,
+                detail: "another request is creating this charge".into(),
+            });
         }
 
         let request = runtime::ChargeRequest {
@@ -544,7 +663,18 @@ impl App {
             None
         };
         let kind = crate::webhooks::event_type(to, created);
-        let emit = kind.map(|kind| move |c: &ChargeRecord| crate::webhooks::event_for(c, kind));
+        // A payment of less than the amount is not a plain `charge.paid`: the merchant must
+        // not hand over goods for it.
+        let emit = kind.map(|kind| {
+            move |c: &ChargeRecord| {
+                let kind = if c.underpaid() {
+                    crate::webhooks::UNDERPAID
+                } else {
+                    kind
+                };
+                crate::webhooks::event_for(c, kind)
+            }
+        });
         let emit = emit
             .as_ref()
             .map(|f| f as &(dyn Fn(&ChargeRecord) -> crate::store::events::EventRecord + Sync));
@@ -561,28 +691,38 @@ impl App {
             if let Some(paid) = charge.amount_paid.filter(|paid| *paid != charge.amount) {
                 tracing::warn!(charge = %charge.id, amount = charge.amount, paid, "the PSP reports a payment of another amount");
             }
+            if charge.paid_late && charge.status == ChargeState::Paid {
+                tracing::warn!(charge = %charge.id, provider = %charge.provider, "a payment arrived after the charge was closed; recorded as paid late");
+            }
         }
         Ok(moved)
     }
 
     /// Brings a stored charge to what the PSP says, when that is a move forward: a charge that
-    /// can still be paid moves to `processing` or a final state, and nothing ever moves back.
+    /// can still be paid moves to `processing` or a final state, and nothing ever moves back —
+    /// except that money wins: a charge the gateway closed (expired, canceled) that the PSP
+    /// reports paid becomes `paid`, flagged `paid_late`.
     pub async fn apply_psp_view(
         &self,
         charge: &ChargeRecord,
         psp: &runtime::Charge,
     ) -> Result<Option<ChargeRecord>, StoreError> {
         let to = state_of(psp.status);
+        const CLOSED: [ChargeState; 2] = [ChargeState::Expired, ChargeState::Canceled];
+        let mut update = update_of(psp);
         let from: &[ChargeState] = match to {
             ChargeState::Creating | ChargeState::Pending => return Ok(None),
             ChargeState::Processing => &[ChargeState::Pending],
+            ChargeState::Paid if CLOSED.contains(&charge.status) => {
+                update.paid_late = true;
+                &CLOSED
+            }
             _ => &[ChargeState::Pending, ChargeState::Processing],
         };
         if !from.contains(&charge.status) {
             return Ok(None);
         }
-        self.move_charge(&charge.id, from, to, update_of(psp), false)
-            .await
+        self.move_charge(&charge.id, from, to, update, false).await
     }
 
     /// The adapter and prepared credential of a stored charge.
@@ -602,6 +742,22 @@ impl App {
     }
 }
 
+/// A failed call in a few words for the merchant: the PSP's own message, or what failed.
+fn summary(error: &CallError) -> String {
+    match error {
+        CallError::Psp { error, .. } => match error {
+            PspError::Rejected(d)
+            | PspError::Unavailable(d)
+            | PspError::Ambiguous(d)
+            | PspError::NotFound(d)
+            | PspError::BadCredentials(d) => d.message.clone(),
+            PspError::InvalidWebhook(m) | PspError::Unsupported(m) => m.clone(),
+        },
+        CallError::Fault { fault, .. } => format!("the adapter failed: {fault}"),
+        CallError::Busy { saturated, .. } => saturated.to_string(),
+    }
+}
+
 /// Whether `adapter` declares the cancel capability.
 fn cancels(adapter: &runtime::Adapter) -> bool {
     adapter
@@ -614,15 +770,17 @@ fn cancels(adapter: &runtime::Adapter) -> bool {
 pub(crate) fn nothing_created(error: &CallError) -> bool {
     matches!(
         error,
-        CallError::Psp {
-            error: PspError::Rejected(_)
-                | PspError::Unavailable(_)
-                | PspError::BadCredentials(_)
-                | PspError::NotFound(_)
-                | PspError::Unsupported(_)
-                | PspError::InvalidWebhook(_),
-            ..
-        }
+        // Refused before the adapter ran: the PSP was never contacted.
+        CallError::Busy { .. }
+            | CallError::Psp {
+                error: PspError::Rejected(_)
+                    | PspError::Unavailable(_)
+                    | PspError::BadCredentials(_)
+                    | PspError::NotFound(_)
+                    | PspError::Unsupported(_)
+                    | PspError::InvalidWebhook(_),
+                ..
+            }
     )
 }
 

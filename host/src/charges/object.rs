@@ -17,6 +17,19 @@ pub struct PayerSchema {
     pub document: Option<String>,
 }
 
+/// Where a charge stands. `processing`: the PSP reported a payment the gateway is confirming.
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+#[allow(dead_code)]
+pub enum ChargeStatus {
+    Pending,
+    Processing,
+    Paid,
+    Expired,
+    Canceled,
+    Failed,
+}
+
 /// The Pix data the payer uses.
 #[derive(Serialize, ToSchema)]
 pub struct PixData {
@@ -45,8 +58,9 @@ pub struct ChargeObject {
     id: String,
     /// Always `charge`.
     object: &'static str,
-    /// `pending`, `processing`, `paid`, `expired`, `canceled` or `failed`.
+    #[schema(value_type = ChargeStatus)]
     status: &'static str,
+    /// Centavos.
     amount: i64,
     /// Always `BRL`.
     currency: &'static str,
@@ -64,9 +78,19 @@ pub struct ChargeObject {
     created_at: String,
     paid_at: Option<String>,
     end_to_end_id: Option<String>,
+    /// What the payer paid, in centavos, as the PSP reported it.
     amount_paid: Option<i64>,
     /// Set when the PSP reported a payment of another amount than the charge's.
     amount_mismatch: bool,
+    /// `true` when the charge is `paid` but `amount_paid` is less than `amount`: the payer paid
+    /// only part. Such a payment is announced by the event `charge.underpaid`, never
+    /// `charge.paid`; do not treat it as settled (ask for the rest, or refund at the PSP).
+    underpaid: bool,
+    /// `true` when the payment arrived after the gateway had told you the charge was `expired`
+    /// or `canceled` (the PSP still accepted it): the charge is now `paid` and `charge.paid`
+    /// (or `charge.underpaid`) was sent. The money is in your PSP account; refund it there if
+    /// the order was abandoned.
+    paid_late: bool,
     /// The payment link the payer paid through, with the link's name when the charge was made;
     /// `null` for charges made otherwise.
     payment_link: Option<ChargePaymentLink>,
@@ -108,6 +132,8 @@ impl From<&ChargeRecord> for ChargeObject {
             end_to_end_id: c.end_to_end_id.clone(),
             amount_paid: c.amount_paid,
             amount_mismatch: c.amount_paid.is_some_and(|paid| paid != c.amount),
+            underpaid: c.underpaid(),
+            paid_late: c.paid_late,
             payment_link: c.payment_link_id.as_ref().map(|id| ChargePaymentLink {
                 id: id.clone(),
                 name: c.payment_link_name.clone().unwrap_or_default(),

@@ -424,6 +424,7 @@ pub(crate) mod tests {
             route_limit: 1,
             created_at: 0,
             updated_at: 0,
+            version: 1,
         };
         assert_eq!(
             open_fields(&vault, &record).unwrap()["secret-key"],

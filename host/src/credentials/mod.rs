@@ -31,6 +31,7 @@ use crate::audit;
 use crate::charges::Caller;
 use crate::domain::{CredentialId, Reference};
 use crate::runtime::CallError;
+use crate::store::credentials::Saved;
 pub use crate::store::credentials::{
     CredentialChecks, CredentialRecord, Registration, RegistrationStatus, Verification,
     VerificationStatus,
@@ -64,6 +65,12 @@ pub enum CredentialError {
     /// No such credential for this merchant and environment.
     #[error("no such credential")]
     NotFound,
+    /// Someone else changed the credential since the caller read it: nothing was saved.
+    #[error(
+        "the credential was changed since version {expected} was read (it is at version \
+         {current} now): read it again and repeat the change"
+    )]
+    Conflict { expected: i64, current: i64 },
     /// The merchant's plan has no room for one more connected PSP in this environment.
     #[error(transparent)]
     PlanLimit(#[from] crate::plans::LimitReached),
@@ -103,6 +110,11 @@ pub struct CredentialChange {
     pub verify: bool,
     /// Register the webhook URL again; `None`: when the fields change.
     pub register_webhook: Option<bool>,
+    /// The version the caller's view was read at (`If-Match`, a form's hidden field): the
+    /// change is refused with [`CredentialError::Conflict`] if the credential moved on since.
+    /// `None`: the version [`update`] is given, so a change made between that read and the
+    /// write is still never undone.
+    pub expected_version: Option<i64>,
 }
 
 impl Default for CredentialChange {
@@ -115,6 +127,7 @@ impl Default for CredentialChange {
             fields: None,
             verify: true,
             register_webhook: None,
+            expected_version: None,
         }
     }
 }
@@ -221,6 +234,7 @@ pub async fn connect(
         route_limit: new.route_limit,
         created_at: now,
         updated_at: now,
+        version: 1,
     };
     let verification = if new.verify {
         checks::verify(app, &adapter, &record, fields, &token)
@@ -303,6 +317,15 @@ pub async fn update(
     mut record: CredentialRecord,
     change: CredentialChange,
 ) -> Result<Updated, CredentialError> {
+    // Checked before the PSP is asked anything: a stale form costs no PSP call.
+    if let Some(expected) = change.expected_version
+        && expected != record.version
+    {
+        return Err(CredentialError::Conflict {
+            expected,
+            current: record.version,
+        });
+    }
     let before = record.clone();
     if let Some(label) = change.label {
         record.label = label;
@@ -347,7 +370,14 @@ pub async fn update(
             seal(&app.vault, adapter.manifest(), &record.id, &merged);
     }
     record.updated_at = now_ms().max(record.updated_at + 1);
-    app.store.update_credential(&record).await?;
+    if app.store.update_credential(&record, fields_changed).await? == Saved::Conflict {
+        let current = find(app, caller, &record.id).await?;
+        return Err(CredentialError::Conflict {
+            expected: record.version,
+            current: current.version,
+        });
+    }
+    record.version += 1;
     if let Some(outcome) = &tried {
         app.store.set_verification(&record.id, outcome).await?;
     }
@@ -572,6 +602,7 @@ mod tests {
             route_limit: 1,
             created_at: 0,
             updated_at: 0,
+            version: 1,
         }
     }
 

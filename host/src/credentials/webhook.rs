@@ -120,6 +120,7 @@ mod tests {
             route_limit: 1,
             created_at: 0,
             updated_at: 0,
+            version: 1,
         };
         assert_eq!(
             webhook_url("https://gw.example/", &record, "tok", true),

@@ -14,6 +14,8 @@
 //! - [`ApiKey`] (`api_key.rs`): merchant API keys, their lookup prefix and their stored hash.
 //! - [`BrCode`] (`brcode.rs`): a Pix copy-and-paste code, structure and CRC verified.
 //! - [`qr_png_base64`] (`qr.rs`): a QR code image of a BR Code, as base64 PNG.
+//! - [`Line`] (`text.rs`): one line of text people type (descriptions, names, metadata), without
+//!   control characters.
 //!
 //! Every failure is a [`DomainError`] whose message tells a merchant's developer what is wrong
 //! and how to fix it; the API layer can return it verbatim.
@@ -28,6 +30,7 @@ mod environment;
 mod ids;
 mod qr;
 mod reference;
+mod text;
 
 pub use amount::Amount;
 pub use api_key::ApiKey;
@@ -38,6 +41,7 @@ pub use environment::Environment;
 pub use ids::{ChargeId, CredentialId, EventId, PaymentLinkId};
 pub use qr::qr_png_base64;
 pub use reference::Reference;
+pub use text::{Line, control_character, refuse_control};
 
 /// The rule every document error starts with, so each message restates what is accepted.
 const DOCUMENT_RULE: &str =
@@ -227,6 +231,24 @@ pub enum DomainError {
         field: String,
         expected: &'static str,
         got: String,
+    },
+
+    // --- text ---------------------------------------------------------------------------------
+    #[error("{field} must have 1 to {max} characters; it has {len}")]
+    TextLength {
+        field: String,
+        max: usize,
+        len: usize,
+    },
+
+    #[error(
+        "{field} must be one line without control characters; character {position} is {code} \
+         (line breaks, tabs and other invisible control characters are refused)"
+    )]
+    ControlCharacter {
+        field: String,
+        position: usize,
+        code: String,
     },
 
     // --- QR image -----------------------------------------------------------------------------

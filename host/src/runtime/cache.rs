@@ -5,6 +5,11 @@
 //! (the database): an adapter's cached ids (a PSP's customer id for a CPF) then survive restarts
 //! and are shared by every gateway on the database. Memory answers first; the durable store is
 //! read on a miss and written on every set.
+//!
+//! Each credential's scope is bounded ([`MAX_ENTRIES_PER_SCOPE`] entries of at most
+//! [`MAX_VALUE_BYTES`], keys of at most [`MAX_KEY_BYTES`], [`MAX_SCOPE_BYTES`] in all, in memory
+//! and in the durable store alike), so an adapter caching an id per payer cannot grow without
+//! end: past a bound, expired entries go first, then those expiring soonest.
 
 use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
@@ -65,7 +70,7 @@ impl Cache {
     }
 
     pub async fn set(&self, scope: &str, key: String, value: String, ttl: Duration) {
-        if value.len() > MAX_VALUE_BYTES || ttl.is_zero() {
+        if !fits(&key, &value) || ttl.is_zero() {
             return;
         }
         if let Some(durable) = self.durable.get() {
@@ -83,9 +88,18 @@ impl Cache {
     }
 }
 
-/// Entries kept per scope; beyond it the expired entries go first, then everything in that scope.
-const MAX_ENTRIES_PER_SCOPE: usize = 256;
-const MAX_VALUE_BYTES: usize = 64 * 1024;
+/// Entries kept per scope (one credential of one adapter).
+pub const MAX_ENTRIES_PER_SCOPE: usize = 256;
+/// Bytes of one value; a larger one is not cached.
+pub const MAX_VALUE_BYTES: usize = 64 * 1024;
+/// Bytes of one key; a longer one is not cached.
+pub const MAX_KEY_BYTES: usize = 256;
+/// Bytes of keys and values kept per scope in memory.
+pub const MAX_SCOPE_BYTES: usize = 1024 * 1024;
+
+fn fits(key: &str, value: &str) -> bool {
+    key.len() <= MAX_KEY_BYTES && value.len() <= MAX_VALUE_BYTES
+}
 
 /// One scope's entries: key → (value, expiry).
 type Entries = HashMap<String, (String, Instant)>;
@@ -110,19 +124,40 @@ impl MemoryCache {
     }
 
     pub fn set(&self, scope: &str, key: String, value: String, ttl: Duration) {
-        if value.len() > MAX_VALUE_BYTES || ttl.is_zero() {
+        if !fits(&key, &value) || ttl.is_zero() {
             return;
         }
         let now = Instant::now();
         let mut scopes = self.scopes.lock();
         let entries = scopes.entry(scope.to_owned()).or_default();
-        if entries.len() >= MAX_ENTRIES_PER_SCOPE {
+        entries.remove(&key);
+        let size = |entries: &Entries| -> usize {
+            entries.iter().map(|(k, (v, _))| k.len() + v.len()).sum()
+        };
+        let full = |entries: &Entries| {
+            entries.len() >= MAX_ENTRIES_PER_SCOPE
+                || size(entries) + key.len() + value.len() > MAX_SCOPE_BYTES
+        };
+        if full(entries) {
             entries.retain(|_, (_, expires)| *expires > now);
-            if entries.len() >= MAX_ENTRIES_PER_SCOPE {
-                entries.clear();
-            }
+        }
+        while full(entries) {
+            // The entry expiring soonest is the one worth least.
+            let soonest = entries
+                .iter()
+                .min_by_key(|(_, (_, expires))| *expires)
+                .map(|(k, _)| k.clone());
+            match soonest {
+                Some(k) => entries.remove(&k),
+                None => break,
+            };
         }
         entries.insert(key, (value, now + ttl));
+    }
+
+    /// Entries held for `scope` (expired ones included until they are swept).
+    pub fn len(&self, scope: &str) -> usize {
+        self.scopes.lock().get(scope).map_or(0, HashMap::len)
     }
 
     pub fn delete(&self, scope: &str, key: &str) {
@@ -157,5 +192,52 @@ mod tests {
         assert_eq!(cache.get("other/cred-a", "token"), None);
         cache.delete("efi/cred-a", "token");
         assert_eq!(cache.get("efi/cred-a", "token"), None);
+    }
+
+    #[test]
+    fn a_scope_is_bounded_and_the_soonest_to_expire_go_first() {
+        let cache = MemoryCache::default();
+        let scope = "asaas/cred-a";
+        cache.set(scope, "token".into(), "T".into(), Duration::from_secs(3600));
+        for i in 0..1000 {
+            let ttl = Duration::from_secs(60 + i);
+            cache.set(scope, format!("customer:{i}"), format!("cus_{i}"), ttl);
+        }
+        assert_eq!(cache.len(scope), MAX_ENTRIES_PER_SCOPE);
+        // The long-lived token and the newest entries stay; the oldest ids went.
+        assert_eq!(cache.get(scope, "token").as_deref(), Some("T"));
+        assert_eq!(cache.get(scope, "customer:999").as_deref(), Some("cus_999"));
+        assert_eq!(cache.get(scope, "customer:0"), None);
+        assert_eq!(cache.len("asaas/cred-b"), 0);
+
+        // Bytes are bounded too: 64 KiB values fill 1 MiB with 16 of them.
+        let big = "v".repeat(MAX_VALUE_BYTES);
+        for i in 0..40 {
+            cache.set(
+                "big",
+                format!("k{i}"),
+                big.clone(),
+                Duration::from_secs(60 + i),
+            );
+        }
+        assert!(
+            cache.len("big") <= MAX_SCOPE_BYTES / MAX_VALUE_BYTES,
+            "{}",
+            cache.len("big")
+        );
+        // Oversized keys and values are not cached at all.
+        cache.set(
+            "big",
+            "k".repeat(MAX_KEY_BYTES + 1),
+            "v".into(),
+            Duration::from_secs(60),
+        );
+        cache.set(
+            "big",
+            "huge".into(),
+            "v".repeat(MAX_VALUE_BYTES + 1),
+            Duration::from_secs(60),
+        );
+        assert_eq!(cache.get("big", "huge"), None);
     }
 }

@@ -369,14 +369,8 @@ impl bindings::pixgw::psp::log::Host for CallState {
         fields: Vec<(String, String)>,
     ) {
         use bindings::pixgw::psp::log::Level;
-        const MAX: usize = 4096;
-        let mut message = message;
-        message.truncate(message.floor_char_boundary(MAX));
-        let fields = fields
-            .iter()
-            .map(|(k, v)| format!("{k}={v:?}"))
-            .collect::<Vec<_>>()
-            .join(" ");
+        let message = log_limits::message(message);
+        let fields = log_limits::fields(&fields);
         let (p, r) = (&*self.provider, &self.request_id);
         match level {
             Level::Trace => {
@@ -399,3 +393,75 @@ impl bindings::pixgw::psp::log::Host for CallState {
 }
 
 impl types::Host for CallState {}
+
+/// What an adapter's log line may hold: a buggy or hostile adapter must not fill the disk or
+/// the log pipeline with one call. Everything past a limit is cut and marked with `…`.
+mod log_limits {
+    /// Bytes of the message.
+    pub const MESSAGE: usize = 4096;
+    /// Fields kept; the rest are counted.
+    pub const FIELDS: usize = 32;
+    /// Bytes of a field's name and of its value.
+    pub const KEY: usize = 64;
+    pub const VALUE: usize = 512;
+
+    fn cut(text: &str, max: usize) -> String {
+        if text.len() <= max {
+            return text.to_owned();
+        }
+        format!("{}…", &text[..text.floor_char_boundary(max)])
+    }
+
+    pub fn message(message: String) -> String {
+        if message.len() <= MESSAGE {
+            message
+        } else {
+            cut(&message, MESSAGE)
+        }
+    }
+
+    /// `key="value"` pairs, at most [`FIELDS`] of them, each cut to its limits.
+    pub fn fields(fields: &[(String, String)]) -> String {
+        let mut text = fields
+            .iter()
+            .take(FIELDS)
+            .map(|(k, v)| format!("{}={:?}", cut(k, KEY), cut(v, VALUE)))
+            .collect::<Vec<_>>()
+            .join(" ");
+        if fields.len() > FIELDS {
+            text.push_str(&format!(" (+{} fields)", fields.len() - FIELDS));
+        }
+        text
+    }
+
+    #[cfg(test)]
+    mod tests {
+        use super::*;
+
+        #[test]
+        fn long_messages_and_fields_are_cut() {
+            let long = "é".repeat(5000);
+            let message = message(long);
+            assert!(
+                message.len() <= MESSAGE + '…'.len_utf8(),
+                "{}",
+                message.len()
+            );
+            assert!(message.ends_with('…'));
+            assert_eq!(super::message("ok".into()), "ok");
+
+            let many: Vec<(String, String)> = (0..100)
+                .map(|i| (format!("k{i}{}", "K".repeat(100)), "v".repeat(10_000)))
+                .collect();
+            let text = fields(&many);
+            assert!(
+                text.ends_with(" (+68 fields)"),
+                "{}",
+                &text[text.len() - 20..]
+            );
+            let bound = FIELDS * (KEY + VALUE + 16) + 20;
+            assert!(text.len() < bound, "{} >= {bound}", text.len());
+            assert_eq!(fields(&[("status".into(), "201".into())]), "status=\"201\"");
+        }
+    }
+}

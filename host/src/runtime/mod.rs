@@ -4,11 +4,13 @@
 //! - [`registry`]: provider id → the adapter version serving now; validation of new files.
 //! - [`watcher`]: hot reload of the plugin directory.
 //! - [`call`]: one call — a fresh store, its scope and limits, traps mapped to [`PluginFault`].
+//! - [`admission`]: how many calls run at once, per PSP and in all; the rest wait their turn.
 //! - [`outbound`], [`egress`], [`cache`], [`crypto`]: the host side of the adapter's imports.
 //!
 //! [`Runtime`] ties them together; the rest of the host asks it for an adapter by provider id and
 //! calls typed methods on it. Nothing here knows any particular PSP.
 
+pub mod admission;
 pub mod bindings;
 pub mod cache;
 pub mod call;
@@ -23,6 +25,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::SystemTime;
 
+pub use admission::{AdmissionConfig, Saturated};
 pub use bindings::types::{
     Capabilities, Charge, ChargeRequest, ChargeStatus, CredentialField, Environment,
     EnvironmentPrefixes, Error as PspError, FieldKind, Manifest, Payer, PayerField, PaymentEvent,
@@ -50,6 +53,8 @@ pub struct RuntimeConfig {
     pub trusted_ca_pem: Vec<String>,
     /// Replaces an adapter endpoint's base URL, to reach a proxy or a simulator.
     pub endpoint_overrides: Vec<EndpointOverride>,
+    /// Calls per PSP, and how long a call waits for a slot.
+    pub admission: AdmissionConfig,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -86,12 +91,19 @@ pub enum CallError {
         version: String,
         fault: PluginFault,
     },
+    /// No call slot freed up in time; the PSP was not contacted.
+    #[error("{provider}: {saturated}")]
+    Busy {
+        provider: String,
+        saturated: Saturated,
+    },
 }
 
 pub struct Runtime {
     engine: Arc<AdapterEngine>,
     services: Arc<Services>,
     registry: Registry,
+    admission: admission::Admission,
     config: RuntimeConfig,
 }
 
@@ -119,6 +131,10 @@ impl Runtime {
             engine,
             services,
             registry: Registry::default(),
+            admission: admission::Admission::new(
+                config.limits.max_concurrent_calls,
+                config.admission.clone(),
+            ),
             config,
         }))
     }
@@ -175,7 +191,7 @@ impl Runtime {
             path: path.into(),
             reason: "plugin files are named <provider-id>.wasm with a lowercase id".into(),
         })?;
-        let result = self.load_validated(path, &expected).await;
+        let result = self.inspect(path).await;
         match &result {
             Ok(adapter) => {
                 tracing::info!(provider = %expected, sha256 = %adapter.sha256, path = %path.display(), "adapter loaded");
@@ -187,6 +203,16 @@ impl Runtime {
             }
         }
         result.map(|_| expected)
+    }
+
+    /// Compiles and validates one plugin file, as a load does, without installing it or logging:
+    /// what `pixgw plugins check` runs.
+    pub async fn inspect(self: &Arc<Self>, path: &Path) -> Result<Arc<LoadedAdapter>, LoadError> {
+        let expected = registry::expected_id(path).ok_or_else(|| LoadError::Invalid {
+            path: path.into(),
+            reason: "plugin files are named <provider-id>.wasm with a lowercase id".into(),
+        })?;
+        self.load_validated(path, &expected).await
     }
 
     /// Called when a plugin file disappears.
@@ -213,11 +239,22 @@ impl Runtime {
         let (pre, sha256) = tokio::task::spawn_blocking(move || {
             let sha256 = registry::sha256_hex(&bytes);
             let component = engine.compile(&bytes).map_err(|e| format!("{e:#}"))?;
+            // An adapter of another contract version fails one way or another: say so instead.
+            let mismatch = || {
+                let imports = component
+                    .component_type()
+                    .imports(&engine.engine)
+                    .map(|(name, _)| name.to_owned())
+                    .collect::<Vec<_>>();
+                registry::contract_mismatch(&imports)
+            };
             let instance_pre = engine
                 .linker
                 .instantiate_pre(&component)
-                .map_err(|e| format!("{e:#}"))?;
-            let pre = bindings::AdapterPre::new(instance_pre).map_err(|e| format!("{e:#}"))?;
+                .map_err(|e| mismatch().unwrap_or_else(|| format!("{e:#}")))?;
+            let pre = bindings::AdapterPre::new(instance_pre).map_err(|e| {
+                mismatch().unwrap_or_else(|| registry::explain_missing_exports(format!("{e:#}")))
+            })?;
             Ok::<_, String>((pre, sha256))
         })
         .await
@@ -407,6 +444,14 @@ impl Adapter {
         ) -> wasmtime::Result<Result<R, PspError>>,
     ) -> Result<R, CallError> {
         let rt = &self.runtime;
+        // Held until the call ends; dropped with it if the caller gives up.
+        let _admitted = rt.admission.admit(&self.loaded.id).await.map_err(|saturated| {
+            tracing::warn!(provider = %self.loaded.id, request_id, %saturated, "adapter call refused: no slot");
+            CallError::Busy {
+                provider: self.loaded.manifest.id.clone(),
+                saturated,
+            }
+        })?;
         let (outcome, transport) = call::run(
             &rt.engine,
             &rt.services,

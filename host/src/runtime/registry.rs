@@ -70,6 +70,35 @@ pub fn expected_id(path: &Path) -> Option<String> {
     valid.then(|| stem.to_owned())
 }
 
+/// An adapter built against another version of the contract imports `pixgw:psp/…@<version>`
+/// that this host does not provide: say which version it was built for and what to do, rather
+/// than wasmtime's "import not found".
+pub fn contract_mismatch(imports: &[String]) -> Option<String> {
+    imports.iter().find_map(|name| {
+        let version = name.strip_prefix("pixgw:psp/")?.split_once('@')?.1;
+        let major = version.split('.').next()?.parse::<u64>().ok();
+        (major != Some(WIT_MAJOR)).then(|| {
+            format!(
+                "it was built against the contract pixgw:psp@{version} (it imports {name}); this \
+                 gateway speaks pixgw:psp@{WIT_MAJOR}.x: rebuild it with a pixgw-plugin-sdk of \
+                 contract {WIT_MAJOR}.x"
+            )
+        })
+    })
+}
+
+/// A component that lacks the world's exports was built without the SDK's `export!`: say so.
+pub fn explain_missing_exports(reason: String) -> String {
+    if reason.contains("export") {
+        format!(
+            "{reason}: the component does not export the pixgw:psp adapter world; \
+             add `pixgw_plugin_sdk::export!(YourAdapter);` to the crate's src/lib.rs"
+        )
+    } else {
+        reason
+    }
+}
+
 pub fn sha256_hex(bytes: &[u8]) -> String {
     hex::encode(Sha256::digest(bytes))
 }

@@ -129,7 +129,10 @@ pub fn paid_on_days(
 pub fn parse_bound(text: &str, tz: &TimeZone) -> Result<i64, FilterError> {
     let text = text.trim();
     if text.len() == 10 {
-        return parse_day(text).and_then(|d| day_start(d, tz));
+        let day = parse_day(text)?;
+        // The last day of year 9999 begins after the last instant jiff holds in zones west of
+        // UTC: no payment lies that late, so that instant bounds it.
+        return Ok(day_start(day, tz).unwrap_or(Timestamp::MAX.as_millisecond()));
     }
     crate::store::parse_rfc3339(text).ok_or(FilterError::Time)
 }

@@ -5,7 +5,7 @@ use futures::future::BoxFuture;
 use sqlx::Row;
 
 use super::{Store, now_ms};
-use crate::runtime::cache::DurableCache;
+use crate::runtime::cache::{DurableCache, MAX_ENTRIES_PER_SCOPE};
 use crate::vault::{Aad, Vault};
 
 pub struct StoreCache {
@@ -63,6 +63,10 @@ impl DurableCache for StoreCache {
             .await
             {
                 tracing::warn!(error = %e, "writing the adapter cache failed");
+                return;
+            }
+            if let Err(e) = self.bound(scope).await {
+                tracing::warn!(error = %e, "bounding the adapter cache failed");
             }
         })
     }
@@ -78,6 +82,31 @@ impl DurableCache for StoreCache {
                 tracing::warn!(error = %e, "deleting from the adapter cache failed");
             }
         })
+    }
+}
+
+impl StoreCache {
+    /// Keeps a scope within [`MAX_ENTRIES_PER_SCOPE`]: expired entries go, then those
+    /// expiring soonest.
+    async fn bound(&self, scope: &str) -> Result<(), sqlx::Error> {
+        let count: i64 = sqlx::query("SELECT COUNT(*) FROM adapter_cache WHERE scope = $1")
+            .bind(scope)
+            .fetch_one(self.store.pool())
+            .await?
+            .get(0);
+        let over = count - MAX_ENTRIES_PER_SCOPE as i64;
+        if over <= 0 {
+            return Ok(());
+        }
+        sqlx::query(
+            "DELETE FROM adapter_cache WHERE scope = $1 AND key IN \
+             (SELECT key FROM adapter_cache WHERE scope = $1 ORDER BY expires_at, key LIMIT $2)",
+        )
+        .bind(scope)
+        .bind(over)
+        .execute(self.store.pool())
+        .await?;
+        Ok(())
     }
 }
 

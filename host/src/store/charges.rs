@@ -88,8 +88,18 @@ pub struct ChargeRecord {
     /// The payment link the charge was made through, and the link's name then.
     pub payment_link_id: Option<String>,
     pub payment_link_name: Option<String>,
+    /// The payment arrived after the gateway had marked the charge expired or canceled.
+    pub paid_late: bool,
     pub created_at: i64,
     pub updated_at: i64,
+}
+
+impl ChargeRecord {
+    /// Paid, but less than the charge's amount: the merchant must not take it for a full
+    /// payment (event `charge.underpaid`, field `underpaid`).
+    pub fn underpaid(&self) -> bool {
+        self.status == ChargeState::Paid && self.amount_paid.is_some_and(|paid| paid < self.amount)
+    }
 }
 
 /// What the PSP reported, to be applied to a stored charge.
@@ -102,8 +112,17 @@ pub struct PspUpdate {
     pub paid_at: Option<i64>,
     pub end_to_end_id: Option<String>,
     pub amount_paid: Option<i64>,
+    /// The payment came after the gateway closed the charge (expired or canceled).
+    pub paid_late: bool,
     /// The reconciler's next check: `None` keeps it, `Some(None)` clears it.
     pub next_check_at: Option<Option<i64>>,
+}
+
+/// Charges leased by one claim, and the lease's mark (to renew it).
+#[derive(Debug)]
+pub struct Claimed {
+    pub mark: String,
+    pub charges: Vec<ChargeRecord>,
 }
 
 /// See [`Store::charge_summary`].
@@ -133,7 +152,7 @@ pub struct ChargeFilter {
 const COLUMNS: &str = "id, merchant_id, environment, credential_id, provider, reference, psp_id, \
     status, amount, description, payer_email, payer_name, payer_document, copy_paste, \
     qr_png_base64, expires_at, metadata, paid_at, end_to_end_id, amount_paid, created_at, updated_at, \
-    routing, operator_id, payment_link_id, payment_link_name";
+    routing, operator_id, payment_link_id, payment_link_name, paid_late";
 
 impl Store {
     /// Writes a `creating` charge. `false` when a charge with this reference exists already
@@ -149,7 +168,7 @@ impl Store {
         let mut tx = self.pool().begin().await?;
         let done = sqlx::query(&format!(
             "INSERT INTO charges ({COLUMNS}) SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, \
-             $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26 \
+             $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27 \
              WHERE $25 IS NULL OR {} \
              ON CONFLICT (reference) DO NOTHING",
             super::payment_links::link_takes_charges("$25", "$21")
@@ -180,6 +199,7 @@ impl Store {
         .bind(&c.operator_id)
         .bind(&c.payment_link_id)
         .bind(&c.payment_link_name)
+        .bind(i64::from(c.paid_late))
         .execute(&mut *tx)
         .await?;
         if done.rows_affected() == 0 {
@@ -348,7 +368,8 @@ impl Store {
                qr_png_base64 = COALESCE($5, qr_png_base64), expires_at = COALESCE($6, expires_at), \
                paid_at = COALESCE($7, paid_at), end_to_end_id = COALESCE($8, end_to_end_id), \
                amount_paid = COALESCE($9, amount_paid), \
-               next_check_at = CASE WHEN $11 = 1 THEN $12 ELSE next_check_at END \
+               next_check_at = CASE WHEN $11 = 1 THEN $12 ELSE next_check_at END, \
+               paid_late = CASE WHEN $13 = 1 THEN 1 ELSE paid_late END \
              WHERE id = $10 AND status IN ({from_list}) RETURNING {COLUMNS}"
         ))
         .bind(to.as_str())
@@ -363,6 +384,7 @@ impl Store {
         .bind(id)
         .bind(i64::from(update.next_check_at.is_some()))
         .bind(update.next_check_at.flatten())
+        .bind(i64::from(update.paid_late))
         .fetch_optional(&mut *tx)
         .await?;
         let Some(row) = row else {
@@ -393,69 +415,104 @@ impl Store {
         row.as_ref().map(record_of).transpose()
     }
 
-    /// Leases up to `limit` charges whose check is due (pending or processing).
+    /// Leases up to `limit` charges whose check is due (pending or processing) to `owner` (one
+    /// reconciler), for `lease_ms`; the owner renews the lease while it works
+    /// ([`Store::renew_check_lease`]), so a gateway that dies leaves them to others within one
+    /// short lease.
     pub async fn claim_due_checks(
         &self,
+        owner: &str,
         lease_ms: i64,
         limit: i64,
-    ) -> Result<Vec<ChargeRecord>, StoreError> {
-        let now = super::now_ms();
-        let owner = super::lease_owner();
-        sqlx::query(
-            "UPDATE charges SET check_lease_until = $1, check_lease_owner = $2 \
-             WHERE id IN (SELECT id FROM charges \
-                          WHERE status IN ('pending', 'processing') AND next_check_at <= $3 \
-                            AND check_lease_until < $3 ORDER BY next_check_at LIMIT $4) \
-               AND check_lease_until < $3",
+    ) -> Result<Claimed, StoreError> {
+        self.claim_checks(
+            owner,
+            "status IN ('pending', 'processing') AND next_check_at <= $3",
+            "status IN ('pending', 'processing')",
+            super::now_ms(),
+            lease_ms,
+            limit,
         )
-        .bind(now + lease_ms)
-        .bind(&owner)
-        .bind(now)
-        .bind(limit)
-        .execute(self.pool())
-        .await?;
-        let rows = sqlx::query(&format!(
-            "SELECT {COLUMNS} FROM charges WHERE check_lease_owner = $1 AND check_lease_until > $2"
-        ))
-        .bind(&owner)
-        .bind(now)
-        .fetch_all(self.pool())
-        .await?;
-        rows.iter().map(record_of).collect()
+        .await
     }
 
-    /// Leases up to `limit` charges left `creating` for longer than `age_ms`: requests whose
-    /// outcome at the PSP stayed unknown and that nobody resumed.
+    /// Leases up to `limit` charges left `creating` for longer than `age_ms` to `owner`:
+    /// requests whose outcome at the PSP stayed unknown and that nobody resumed.
     pub async fn claim_stale_creating(
         &self,
+        owner: &str,
         age_ms: i64,
         lease_ms: i64,
         limit: i64,
-    ) -> Result<Vec<ChargeRecord>, StoreError> {
+    ) -> Result<Claimed, StoreError> {
         let now = super::now_ms();
-        let owner = super::lease_owner();
-        sqlx::query(
-            "UPDATE charges SET check_lease_until = $1, check_lease_owner = $2 \
-             WHERE id IN (SELECT id FROM charges WHERE status = 'creating' AND created_at < $3 \
-                            AND check_lease_until < $4 ORDER BY created_at LIMIT $5) \
-               AND check_lease_until < $4",
+        self.claim_checks(
+            owner,
+            &format!("status = 'creating' AND created_at < {}", now - age_ms),
+            "status = 'creating'",
+            now,
+            lease_ms,
+            limit,
         )
+        .await
+    }
+
+    /// Leases the rows matching `due` (with `$3` = now) whose lease lapsed, and returns the
+    /// ones `owner` holds that match `state`. Only rows newly leased by this call are returned:
+    /// those the owner is still working on keep their lease and are not handed out twice.
+    async fn claim_checks(
+        &self,
+        owner: &str,
+        due: &str,
+        state: &str,
+        now: i64,
+        lease_ms: i64,
+        limit: i64,
+    ) -> Result<Claimed, StoreError> {
+        // A fresh mark per claim tells this claim's rows from the owner's earlier ones.
+        let mark = format!("{owner}:{}", uuid::Uuid::new_v4().simple());
+        sqlx::query(&format!(
+            "UPDATE charges SET check_lease_until = $1, check_lease_owner = $2 \
+             WHERE id IN (SELECT id FROM charges WHERE {due} AND check_lease_until < $3 \
+                          ORDER BY next_check_at, created_at LIMIT $4) \
+               AND check_lease_until < $3"
+        ))
         .bind(now + lease_ms)
-        .bind(&owner)
-        .bind(now - age_ms)
+        .bind(&mark)
         .bind(now)
         .bind(limit)
         .execute(self.pool())
         .await?;
         let rows = sqlx::query(&format!(
-            "SELECT {COLUMNS} FROM charges WHERE check_lease_owner = $1 AND check_lease_until > $2 \
-             AND status = 'creating'"
+            "SELECT {COLUMNS} FROM charges WHERE check_lease_owner = $1 AND {state}"
         ))
-        .bind(&owner)
-        .bind(now)
+        .bind(&mark)
         .fetch_all(self.pool())
         .await?;
-        rows.iter().map(record_of).collect()
+        Ok(Claimed {
+            charges: rows.iter().map(record_of).collect::<Result<_, _>>()?,
+            mark,
+        })
+    }
+
+    /// Extends the lease `mark` holds on a charge; `false` when it lost it (it lapsed and
+    /// another reconciler took the charge): the holder should stop.
+    pub async fn renew_check_lease(
+        &self,
+        id: &str,
+        mark: &str,
+        lease_ms: i64,
+    ) -> Result<bool, StoreError> {
+        let done = sqlx::query(
+            "UPDATE charges SET check_lease_until = $1 \
+             WHERE id = $2 AND check_lease_owner = $3 AND check_lease_until > 0",
+        )
+        .bind(super::now_ms() + lease_ms)
+        .bind(id)
+        .bind(mark)
+        .execute(self.pool())
+        .await?;
+        Ok(done.rows_affected() == 1)
     }
 
     /// Sets when the reconciler asks about a charge next, and releases its lease.
@@ -541,5 +598,6 @@ fn record_of(r: &sqlx::any::AnyRow) -> Result<ChargeRecord, StoreError> {
         operator_id: r.get(23),
         payment_link_id: r.get(24),
         payment_link_name: r.get(25),
+        paid_late: r.get::<i64, _>(26) != 0,
     })
 }

@@ -2,6 +2,11 @@
 //! webhook token are stored sealed by the vault; the rest as JSON text. Beside each record, the
 //! outcome of its last checks at the PSP ([`CredentialChecks`]): trying the fields, registering
 //! the webhook URL.
+//!
+//! Every change a merchant makes is a compare-and-swap on `version` ([`Store::update_credential`]
+//! answers [`Saved::Conflict`] when someone else changed the row since it was read), and moves
+//! the version on. Re-encryption under a new master key ([`Store::reseal_credential`]) swaps
+//! on the version too but keeps it: the merchant's view did not change.
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -30,6 +35,16 @@ pub struct CredentialRecord {
     pub route_limit: i64,
     pub created_at: i64,
     pub updated_at: i64,
+    /// Moves on by one with every change a merchant makes; 1 when connected.
+    pub version: i64,
+}
+
+/// What a compare-and-swap write did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Saved {
+    Done,
+    /// The row changed (or went) since it was read: nothing was written.
+    Conflict,
 }
 
 /// How trying a credential at its PSP went when its fields were last saved.
@@ -112,7 +127,7 @@ pub struct CredentialChecks {
 
 const COLUMNS: &str = "id, merchant_id, environment, provider, label, public_fields, \
     sealed_fields, webhook_id, webhook_token_sealed, active, position, created_at, updated_at, \
-    route_limit";
+    route_limit, version";
 
 impl Store {
     /// Writes a credential, if the merchant's plan has room for one more connected PSP in its
@@ -136,7 +151,7 @@ impl Store {
         }
         sqlx::query(&format!(
             "INSERT INTO credentials ({COLUMNS}) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)"
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)"
         ))
         .bind(&c.id)
         .bind(&c.merchant_id)
@@ -152,31 +167,71 @@ impl Store {
         .bind(c.created_at)
         .bind(c.updated_at)
         .bind(c.route_limit)
+        .bind(c.version)
         .execute(&mut *tx)
         .await?;
         tx.commit().await?;
         Ok(Ok(()))
     }
 
-    /// Writes back everything a merchant or a key rotation can change.
-    pub async fn update_credential(&self, c: &CredentialRecord) -> Result<(), StoreError> {
-        sqlx::query(
-            "UPDATE credentials SET label = $1, public_fields = $2, sealed_fields = $3, \
-             webhook_token_sealed = $4, active = $5, position = $6, updated_at = $7, \
-             route_limit = $9 WHERE id = $8",
+    /// Writes back what a merchant changed of `c`, if the row is still at `c.version`; the
+    /// row moves to `c.version + 1`. The sealed fields are written only with `fields_changed`,
+    /// so a change of label or order never puts back ciphertexts a key rotation replaced.
+    pub async fn update_credential(
+        &self,
+        c: &CredentialRecord,
+        fields_changed: bool,
+    ) -> Result<Saved, StoreError> {
+        let fields = if fields_changed {
+            "public_fields = $8, sealed_fields = $9, "
+        } else {
+            ""
+        };
+        let sql = format!(
+            "UPDATE credentials SET label = $1, active = $2, position = $3, updated_at = $4, \
+             route_limit = $5, {fields}version = version + 1 \
+             WHERE id = $6 AND version = $7 AND deleted_at IS NULL"
+        );
+        let mut query = sqlx::query(&sql)
+            .bind(&c.label)
+            .bind(i64::from(c.active))
+            .bind(c.position)
+            .bind(c.updated_at)
+            .bind(c.route_limit)
+            .bind(&c.id)
+            .bind(c.version);
+        if fields_changed {
+            query = query
+                .bind(json(&c.public_fields))
+                .bind(json(&c.sealed_fields));
+        }
+        let done = query.execute(self.pool()).await?;
+        Ok(if done.rows_affected() == 1 {
+            Saved::Done
+        } else {
+            Saved::Conflict
+        })
+    }
+
+    /// Stores `c`'s secrets re-encrypted under a new master key, if the row is still at
+    /// `c.version` (no change of the merchant's came in between); the version stays.
+    pub async fn reseal_credential(&self, c: &CredentialRecord) -> Result<Saved, StoreError> {
+        let done = sqlx::query(
+            "UPDATE credentials SET sealed_fields = $1, webhook_token_sealed = $2, updated_at = $3 \
+             WHERE id = $4 AND version = $5",
         )
-        .bind(&c.label)
-        .bind(json(&c.public_fields))
         .bind(json(&c.sealed_fields))
         .bind(&c.webhook_token_sealed)
-        .bind(i64::from(c.active))
-        .bind(c.position)
         .bind(c.updated_at)
         .bind(&c.id)
-        .bind(c.route_limit)
+        .bind(c.version)
         .execute(self.pool())
         .await?;
-        Ok(())
+        Ok(if done.rows_affected() == 1 {
+            Saved::Done
+        } else {
+            Saved::Conflict
+        })
     }
 
     pub async fn credential(
@@ -325,7 +380,7 @@ impl Store {
         let mut tx = self.pool().begin().await?;
         for (position, id) in ordered.iter().enumerate() {
             sqlx::query(
-                "UPDATE credentials SET position = $1, updated_at = $2 \
+                "UPDATE credentials SET position = $1, updated_at = $2, version = version + 1 \
                  WHERE id = $3 AND merchant_id = $4 AND environment = $5 AND position <> $1",
             )
             .bind(position as i64)
@@ -409,5 +464,6 @@ fn record_of(r: &sqlx::any::AnyRow) -> Result<CredentialRecord, StoreError> {
         created_at: r.get(11),
         updated_at: r.get(12),
         route_limit: r.get(13),
+        version: r.get(14),
     })
 }

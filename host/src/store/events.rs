@@ -1,8 +1,15 @@
 //! Events and their outbox: an event is written, with one delivery row per subscribed webhook
 //! endpoint, in the same transaction as the charge change it reports (see
-//! [`Store::transition_charge`]); a worker then delivers the rows. Rows are claimed with a lease,
-//! so several gateways on one database never deliver the same row at the same time, and a
-//! gateway killed mid-delivery leaves the row to be claimed again.
+//! [`Store::transition_charge`]); a worker then delivers the rows.
+//!
+//! **Leases.** Rows are claimed with a short lease under a token of the claim
+//! ([`DeliveryLease`]), renewed while the attempt runs, so several gateways on one database
+//! never deliver the same row at the same time, and the row of a gateway killed mid-delivery is
+//! due again within one lease. Every later write is fenced by the token: a worker that lost its
+//! lease (or whose row was canceled or queued again) cannot overwrite what happened since.
+//!
+//! **Removed endpoints.** Nothing is claimed or renewed for an endpoint that is disabled or
+//! deleted, and recording an attempt never revives a canceled delivery.
 
 use sqlx::Row;
 
@@ -60,6 +67,21 @@ pub struct DueDelivery {
     pub delivery: DeliveryRecord,
     pub payload: String,
     pub endpoint: super::webhook_endpoints::EndpointRecord,
+    pub lease: DeliveryLease,
+}
+
+/// The token of one claim: renewals and the attempt's record only apply while the row still
+/// carries it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeliveryLease(String);
+
+/// How the worker claims: the lease's length, how many rows, and how many attempts may be in
+/// flight to one endpoint (across every gateway on the database).
+#[derive(Debug, Clone, Copy)]
+pub struct ClaimLimits {
+    pub lease_ms: i64,
+    pub rows: i64,
+    pub per_endpoint: i64,
 }
 
 /// How an attempt ended, and what happens next.
@@ -233,38 +255,46 @@ impl Store {
             .collect())
     }
 
-    /// Takes the lease of up to `limit` deliveries that are due. A lease that ran out (its
-    /// holder died) makes the row due again.
+    /// Takes the lease of up to `limits.rows` deliveries that are due, to enabled endpoints
+    /// only, and never more than `limits.per_endpoint` in flight to one endpoint, so a slow
+    /// endpoint holds a few workers and the others serve everyone else. A lease that ran out
+    /// (its holder died) makes the row due again.
     pub async fn claim_due_deliveries(
         &self,
-        lease_ms: i64,
-        limit: i64,
+        limits: ClaimLimits,
     ) -> Result<Vec<DueDelivery>, StoreError> {
         let now = now_ms();
-        // A concurrent claimer re-checks the WHERE clause on the rows it updates (PostgreSQL)
-        // or waits for the single writer (SQLite), so no row is leased twice.
-        let owner = super::lease_owner();
+        // A concurrent claimer re-checks the outer WHERE clause on the rows it updates
+        // (PostgreSQL) or waits for the single writer (SQLite), so no row is leased twice. The
+        // per-endpoint count may be passed by a few when gateways claim at the same instant.
+        let lease = DeliveryLease(super::lease_owner());
         sqlx::query(
             "UPDATE webhook_deliveries SET lease_until = $1, lease_owner = $2 \
-             WHERE id IN (SELECT id FROM webhook_deliveries \
-                          WHERE status = 'pending' AND next_attempt_at <= $3 AND lease_until < $3 \
-                          ORDER BY next_attempt_at LIMIT $4) \
+             WHERE id IN (SELECT id FROM ( \
+                 SELECT d.id, d.next_attempt_at, \
+                   ROW_NUMBER() OVER (PARTITION BY d.endpoint_id ORDER BY d.next_attempt_at, d.id) AS n, \
+                   (SELECT COUNT(*) FROM webhook_deliveries x WHERE x.endpoint_id = d.endpoint_id \
+                      AND x.status = 'pending' AND x.lease_until >= $3) AS busy \
+                 FROM webhook_deliveries d JOIN webhook_endpoints w ON w.id = d.endpoint_id \
+                 WHERE d.status = 'pending' AND d.next_attempt_at <= $3 AND d.lease_until < $3 \
+                   AND w.status = 'enabled' AND w.deleted_at IS NULL) due \
+               WHERE due.n + due.busy <= $5 ORDER BY due.next_attempt_at LIMIT $4) \
                AND status = 'pending' AND lease_until < $3",
         )
-        .bind(now + lease_ms)
-        .bind(&owner)
+        .bind(now + limits.lease_ms)
+        .bind(&lease.0)
         .bind(now)
-        .bind(limit)
+        .bind(limits.rows)
+        .bind(limits.per_endpoint)
         .execute(self.pool())
         .await?;
         let rows = sqlx::query(
             "SELECT d.id, d.event_id, d.endpoint_id, d.status, d.attempts, d.next_attempt_at, \
              d.last_status, d.last_error, d.created_at, d.delivered_at, e.payload \
              FROM webhook_deliveries d JOIN events e ON e.id = d.event_id \
-             WHERE d.lease_owner = $1 AND d.status = 'pending' AND d.lease_until > $2",
+             WHERE d.lease_owner = $1 AND d.status = 'pending'",
         )
-        .bind(&owner)
-        .bind(now)
+        .bind(&lease.0)
         .fetch_all(self.pool())
         .await?;
         let mut due = Vec::with_capacity(rows.len());
@@ -277,20 +307,75 @@ impl Store {
                 delivery,
                 payload: row.get(10),
                 endpoint,
+                lease: lease.clone(),
             });
         }
         Ok(due)
     }
 
-    /// Logs an attempt and moves the delivery on; releases its lease.
+    /// Extends the lease of a delivery in flight. `false` when the worker must not send (or
+    /// go on): the row was canceled, delivered or queued again, another worker holds it, or its
+    /// endpoint is disabled or deleted. The worker asks this right before sending, too.
+    pub async fn renew_delivery_lease(
+        &self,
+        delivery_id: &str,
+        lease: &DeliveryLease,
+        lease_ms: i64,
+    ) -> Result<bool, StoreError> {
+        let renewed = sqlx::query(
+            "UPDATE webhook_deliveries SET lease_until = $1 \
+             WHERE id = $2 AND lease_owner = $3 AND status = 'pending' \
+               AND endpoint_id IN (SELECT id FROM webhook_endpoints \
+                                   WHERE status = 'enabled' AND deleted_at IS NULL)",
+        )
+        .bind(now_ms() + lease_ms)
+        .bind(delivery_id)
+        .bind(&lease.0)
+        .execute(self.pool())
+        .await?
+        .rows_affected();
+        Ok(renewed == 1)
+    }
+
+    /// Logs an attempt and moves the delivery on; releases its lease. A delivery canceled while
+    /// the attempt ran stays canceled (the attempt is still logged: it happened). Returns
+    /// `false`, writing nothing, when the lease was lost: another worker (or a manual
+    /// redelivery) owns the row now.
     pub async fn record_attempt(
         &self,
         delivery: &DeliveryRecord,
+        lease: &DeliveryLease,
         outcome: &AttemptOutcome,
-    ) -> Result<(), StoreError> {
+    ) -> Result<bool, StoreError> {
         let now = now_ms();
         let attempt = delivery.attempts + 1;
         let mut tx = self.pool().begin().await?;
+        // Every expression on the right reads the row as it was before this update.
+        let moved = sqlx::query(
+            "UPDATE webhook_deliveries SET attempts = $1, \
+             status = CASE WHEN status = 'pending' THEN $2 ELSE status END, \
+             next_attempt_at = $3, lease_until = 0, last_status = $4, last_error = $5, \
+             delivered_at = CASE WHEN status = 'pending' AND $2 = 'delivered' THEN $6 \
+                                 ELSE delivered_at END \
+             WHERE id = $7 AND lease_owner = $8 AND attempts = $9 \
+               AND status IN ('pending', 'canceled')",
+        )
+        .bind(attempt)
+        .bind(outcome.next_status)
+        .bind(outcome.next_attempt_at)
+        .bind(outcome.status_code.map(i64::from))
+        .bind(&outcome.error)
+        .bind(now)
+        .bind(&delivery.id)
+        .bind(&lease.0)
+        .bind(delivery.attempts)
+        .execute(&mut *tx)
+        .await?
+        .rows_affected();
+        if moved == 0 {
+            tx.rollback().await?;
+            return Ok(false);
+        }
         sqlx::query(
             "INSERT INTO delivery_attempts (delivery_id, attempt, at, status_code, latency_ms, \
              error, response_excerpt) VALUES ($1, $2, $3, $4, $5, $6, $7)",
@@ -304,23 +389,8 @@ impl Store {
         .bind(&outcome.response_excerpt)
         .execute(&mut *tx)
         .await?;
-        sqlx::query(
-            "UPDATE webhook_deliveries SET attempts = $1, status = $2, next_attempt_at = $3, \
-             lease_until = 0, last_status = $4, last_error = $5, \
-             delivered_at = CASE WHEN $2 = 'delivered' THEN $6 ELSE delivered_at END \
-             WHERE id = $7",
-        )
-        .bind(attempt)
-        .bind(outcome.next_status)
-        .bind(outcome.next_attempt_at)
-        .bind(outcome.status_code.map(i64::from))
-        .bind(&outcome.error)
-        .bind(now)
-        .bind(&delivery.id)
-        .execute(&mut *tx)
-        .await?;
         tx.commit().await?;
-        Ok(())
+        Ok(true)
     }
 
     /// Queues an event again: its deliveries to enabled endpoints become due now, and
@@ -329,8 +399,8 @@ impl Store {
         let now = now_ms();
         let mut tx = self.pool().begin().await?;
         let reset = sqlx::query(
-            "UPDATE webhook_deliveries SET status = 'pending', next_attempt_at = $1, lease_until = 0 \
-             WHERE event_id = $2 AND endpoint_id IN (SELECT id FROM webhook_endpoints \
+            "UPDATE webhook_deliveries SET status = 'pending', next_attempt_at = $1, lease_until = 0, \
+             lease_owner = NULL WHERE event_id = $2 AND endpoint_id IN (SELECT id FROM webhook_endpoints \
                  WHERE status = 'enabled' AND deleted_at IS NULL)",
         )
         .bind(now)

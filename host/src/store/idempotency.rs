@@ -4,6 +4,11 @@
 //! exactly one proceeds, on SQLite and on PostgreSQL shared by several gateways. The claim also
 //! reserves the charge reference: if the first request dies half-way, a retry after its lock
 //! expires resumes with the same reference, so the PSP cannot create a second charge.
+//!
+//! A lock belongs to one request (its `lock_owner`): the request renews it while it runs
+//! ([`Store::hold_idempotency_key`]), so it can be short and a crashed gateway's key is free
+//! again within seconds, and a request that lost its lock can neither renew it nor store an
+//! answer over the retry that took it.
 
 use sqlx::Row;
 
@@ -21,10 +26,10 @@ pub struct KeyScope<'a> {
 /// The outcome of trying to claim a key.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Claim {
-    /// This request owns the key; create with this reference.
-    Fresh { reference: String },
+    /// This request owns the key; create with this reference. `lock` identifies its lock.
+    Fresh { reference: String, lock: String },
     /// A request with this key died before answering; this one resumes with its reference.
-    Resume { reference: String },
+    Resume { reference: String, lock: String },
     /// The key has an answer: give it again.
     Replay { status: u16, body: String },
     /// The key was used with another request.
@@ -45,13 +50,14 @@ impl Store {
         lock_ms: i64,
         ttl_ms: i64,
     ) -> Result<Claim, StoreError> {
+        let lock = uuid::Uuid::new_v4().simple().to_string();
         // Two rounds at most: the second one runs after an expired key was swept.
         for _ in 0..2 {
             let now = now_ms();
             let inserted = sqlx::query(
                 "INSERT INTO idempotency_keys (merchant_id, environment, key, request_hash, \
-                 reference, locked_until, created_at, expires_at) \
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT DO NOTHING",
+                 reference, locked_until, created_at, expires_at, lock_owner) \
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT DO NOTHING",
             )
             .bind(scope.merchant_id)
             .bind(scope.environment.as_str())
@@ -61,11 +67,13 @@ impl Store {
             .bind(now + lock_ms)
             .bind(now)
             .bind(now + ttl_ms)
+            .bind(&lock)
             .execute(self.pool())
             .await?;
             if inserted.rows_affected() == 1 {
                 return Ok(Claim::Fresh {
                     reference: reference.to_owned(),
+                    lock,
                 });
             }
             let Some(row) = sqlx::query(
@@ -112,7 +120,7 @@ impl Store {
             }
             // The first request died: take its lock over, unless someone else just did.
             let taken = sqlx::query(
-                "UPDATE idempotency_keys SET locked_until = $1 \
+                "UPDATE idempotency_keys SET locked_until = $1, lock_owner = $6 \
                  WHERE merchant_id = $2 AND environment = $3 AND key = $4 \
                    AND response_status IS NULL AND locked_until = $5",
             )
@@ -121,11 +129,13 @@ impl Store {
             .bind(scope.environment.as_str())
             .bind(scope.key)
             .bind(locked_until)
+            .bind(&lock)
             .execute(self.pool())
             .await?;
             return Ok(if taken.rows_affected() == 1 {
                 Claim::Resume {
                     reference: stored_reference,
+                    lock,
                 }
             } else {
                 Claim::InProgress
@@ -134,18 +144,22 @@ impl Store {
         Ok(Claim::InProgress)
     }
 
-    /// Stores the answer of the request that owns the key, kept until `expires_at` at least.
+    /// Stores the answer of the request holding `lock`, kept until `expires_at` at least.
+    /// `false` when that request lost the lock (it lapsed and a retry took it over): the
+    /// retry's answer is the one kept.
     pub async fn complete_idempotency_key(
         &self,
         scope: KeyScope<'_>,
+        lock: &str,
         status: u16,
         body: &str,
         expires_at: i64,
-    ) -> Result<(), StoreError> {
-        sqlx::query(
+    ) -> Result<bool, StoreError> {
+        let done = sqlx::query(
             "UPDATE idempotency_keys SET response_status = $1, response_body = $2, \
              expires_at = CASE WHEN expires_at > $3 THEN expires_at ELSE $3 END \
-             WHERE merchant_id = $4 AND environment = $5 AND key = $6",
+             WHERE merchant_id = $4 AND environment = $5 AND key = $6 AND lock_owner = $7 \
+               AND response_status IS NULL",
         )
         .bind(i64::from(status))
         .bind(body)
@@ -153,21 +167,91 @@ impl Store {
         .bind(scope.merchant_id)
         .bind(scope.environment.as_str())
         .bind(scope.key)
+        .bind(lock)
         .execute(self.pool())
         .await?;
-        Ok(())
+        Ok(done.rows_affected() == 1)
     }
 
-    /// Ends the lock of a request that gave no final answer, keeping its reference: a retry
-    /// with the same key resumes at once instead of waiting for the lock to lapse.
-    pub async fn unlock_idempotency_key(&self, scope: KeyScope<'_>) -> Result<(), StoreError> {
+    /// Extends the lock `lock` holds to `lock_ms` from now; `false` when the lock is no
+    /// longer this request's.
+    pub async fn renew_idempotency_lock(
+        &self,
+        scope: KeyScope<'_>,
+        lock: &str,
+        lock_ms: i64,
+    ) -> Result<bool, StoreError> {
+        let done = sqlx::query(
+            "UPDATE idempotency_keys SET locked_until = $1 \
+             WHERE merchant_id = $2 AND environment = $3 AND key = $4 AND lock_owner = $5 \
+               AND response_status IS NULL AND locked_until > 0",
+        )
+        .bind(now_ms() + lock_ms)
+        .bind(scope.merchant_id)
+        .bind(scope.environment.as_str())
+        .bind(scope.key)
+        .bind(lock)
+        .execute(self.pool())
+        .await?;
+        Ok(done.rows_affected() == 1)
+    }
+
+    /// Keeps `lock` on the key renewed every third of `lock_ms` until the returned guard is
+    /// dropped: a request holds its key for as long as it runs, however long its PSP takes,
+    /// and a gateway that dies frees it within `lock_ms`.
+    pub fn hold_idempotency_key(
+        &self,
+        scope: KeyScope<'_>,
+        lock: &str,
+        lock_ms: i64,
+    ) -> LockHeartbeat {
+        let store = self.clone();
+        let (merchant, environment, key, lock) = (
+            scope.merchant_id.to_owned(),
+            scope.environment,
+            scope.key.to_owned(),
+            lock.to_owned(),
+        );
+        let every = std::time::Duration::from_millis((lock_ms / 3).max(1) as u64);
+        let task = tokio::spawn(async move {
+            let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
+            loop {
+                tick.tick().await;
+                let scope = KeyScope {
+                    merchant_id: &merchant,
+                    environment,
+                    key: &key,
+                };
+                match store.renew_idempotency_lock(scope, &lock, lock_ms).await {
+                    Ok(true) => {}
+                    Ok(false) => {
+                        tracing::warn!(key = %key, "an idempotency lock was lost while its request ran");
+                        return;
+                    }
+                    // A database hiccup: the next tick tries again before the lock lapses.
+                    Err(e) => tracing::warn!(error = %e, "renewing an idempotency lock failed"),
+                }
+            }
+        });
+        LockHeartbeat(task)
+    }
+
+    /// Ends the lock `lock` of a request that gave no final answer, keeping its reference: a
+    /// retry with the same key resumes at once instead of waiting for the lock to lapse.
+    pub async fn unlock_idempotency_key(
+        &self,
+        scope: KeyScope<'_>,
+        lock: &str,
+    ) -> Result<(), StoreError> {
         sqlx::query(
             "UPDATE idempotency_keys SET locked_until = 0 \
-             WHERE merchant_id = $1 AND environment = $2 AND key = $3 AND response_status IS NULL",
+             WHERE merchant_id = $1 AND environment = $2 AND key = $3 AND response_status IS NULL \
+               AND lock_owner = $4",
         )
         .bind(scope.merchant_id)
         .bind(scope.environment.as_str())
         .bind(scope.key)
+        .bind(lock)
         .execute(self.pool())
         .await?;
         Ok(())
@@ -180,5 +264,14 @@ impl Store {
             .execute(self.pool())
             .await?;
         Ok(done.rows_affected())
+    }
+}
+
+/// Renews an idempotency lock while it lives; see [`Store::hold_idempotency_key`].
+pub struct LockHeartbeat(tokio::task::JoinHandle<()>);
+
+impl Drop for LockHeartbeat {
+    fn drop(&mut self) {
+        self.0.abort();
     }
 }

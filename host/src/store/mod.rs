@@ -11,7 +11,8 @@
 //! [`payment_links`] (public checkout pages); [`statement`] (paid charges by payment time);
 //! [`evidence`] (sale evidence: photos and places attached to charges);
 //! [`plans`] (each merchant's plan, the monthly charge counter, the limit check);
-//! [`retention`] (logs swept after the plan's retention days).
+//! [`retention`] (logs swept after the plan's retention days); [`sso`] (single sign-on:
+//! each merchant's identity provider, its domains, sign-ins under way).
 
 pub mod adapter_cache;
 pub mod api_keys;
@@ -22,12 +23,14 @@ pub mod events;
 pub mod evidence;
 pub mod idempotency;
 pub mod inbound;
+pub mod live;
 pub mod merchants;
 pub mod payment_links;
 pub mod plans;
 pub mod retention;
 pub mod routing;
 pub mod sessions;
+pub mod sso;
 pub mod statement;
 pub mod users;
 pub mod webhook_endpoints;
@@ -42,6 +45,7 @@ use sqlx::{AnyPool, ConnectOptions, Executor};
 /// own case; everything else is an internal error the API logs and hides.
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
+    /// The URL is kept with its password masked ([`redact_url`]): this error is printed.
     #[error("database URL {0:?} is not valid: {1}")]
     BadUrl(String, String),
     #[error("cannot connect to the database: {0}")]
@@ -70,12 +74,32 @@ pub struct Store {
 impl Store {
     /// Opens `url` (`sqlite://path/to/file.db` or `postgres://…`). A SQLite file and its folder
     /// are created when missing; SQLite runs in WAL mode with a busy timeout so concurrent
-    /// requests wait for the writer instead of failing.
+    /// requests wait for the writer instead of failing, and with `synchronous = FULL`: a commit
+    /// the API acknowledged survives a power loss. `?synchronous=normal` on the URL trades that
+    /// for faster commits (in WAL mode NORMAL can lose the last commits on power loss, never
+    /// corrupt the file).
     pub async fn connect(url: &str) -> Result<Store, StoreError> {
         sqlx::any::install_default_drivers();
-        let bad = |reason: &str| StoreError::BadUrl(url.to_owned(), reason.to_owned());
+        let bad = |reason: &str| StoreError::BadUrl(redact_url(url), reason.to_owned());
+        let mut synchronous = Synchronous::Full;
         let (backend, url) = if let Some(path) = url.strip_prefix("sqlite://") {
             let (file, query) = path.split_once('?').unwrap_or((path, ""));
+            // Ours, not sqlx's: taken out of the query before sqlx reads it.
+            let mut kept = Vec::new();
+            for pair in query.split('&').filter(|p| !p.is_empty()) {
+                match pair.split_once('=') {
+                    Some(("synchronous", value)) => {
+                        synchronous = match value.to_ascii_lowercase().as_str() {
+                            "full" => Synchronous::Full,
+                            "normal" => Synchronous::Normal,
+                            _ => return Err(bad("synchronous must be full or normal")),
+                        }
+                    }
+                    _ => kept.push(pair),
+                }
+            }
+            let query = kept.join("&");
+            let query = query.as_str();
             if file.is_empty() {
                 return Err(bad("give a file path, e.g. sqlite://data/pixgw.db"));
             }
@@ -100,7 +124,7 @@ impl Store {
             return Err(bad("it must start with sqlite:// or postgres://"));
         };
         let options = AnyConnectOptions::from_str(&url)
-            .map_err(|e| bad(&e.to_string()))?
+            .map_err(|e| bad(&redact_url(&e.to_string())))?
             .log_slow_statements(tracing::log::LevelFilter::Warn, Duration::from_secs(1))
             .log_statements(tracing::log::LevelFilter::Trace);
         let pool = AnyPoolOptions::new()
@@ -112,11 +136,7 @@ impl Store {
             .after_connect(move |conn, _| {
                 Box::pin(async move {
                     if backend == Backend::Sqlite {
-                        conn.execute(
-                            "PRAGMA journal_mode = WAL; PRAGMA busy_timeout = 10000; \
-                             PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON;",
-                        )
-                        .await?;
+                        conn.execute(synchronous.pragmas()).await?;
                     }
                     Ok(())
                 })
@@ -156,6 +176,49 @@ impl Store {
     pub async fn ping(&self) -> Result<(), StoreError> {
         sqlx::query("SELECT 1").execute(&self.pool).await?;
         Ok(())
+    }
+}
+
+/// How SQLite syncs commits to disk.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Synchronous {
+    /// Every commit is on disk before it returns (the default).
+    Full,
+    /// Commits reach disk at WAL checkpoints: faster, and the last ones can be lost on power
+    /// loss.
+    Normal,
+}
+
+impl Synchronous {
+    fn pragmas(self) -> &'static str {
+        match self {
+            Synchronous::Full => {
+                "PRAGMA journal_mode = WAL; PRAGMA busy_timeout = 10000; \
+                 PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON;"
+            }
+            Synchronous::Normal => {
+                "PRAGMA journal_mode = WAL; PRAGMA busy_timeout = 10000; \
+                 PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON;"
+            }
+        }
+    }
+}
+
+/// A database URL fit for logs and error messages: its password, if any, masked as `***`.
+pub fn redact_url(url: &str) -> String {
+    // `scheme://user:password@host…`: only the part between the first ':' after the scheme
+    // and the last '@' before the path is secret.
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_owned();
+    };
+    let authority_end = rest.find(['/', '?']).unwrap_or(rest.len());
+    let (authority, tail) = rest.split_at(authority_end);
+    let Some((userinfo, host)) = authority.rsplit_once('@') else {
+        return url.to_owned();
+    };
+    match userinfo.split_once(':') {
+        Some((user, _password)) => format!("{scheme}://{user}:***@{host}{tail}"),
+        None => url.to_owned(),
     }
 }
 
@@ -208,14 +271,68 @@ mod tests {
         );
         assert_eq!(parse_rfc3339("yesterday"), None);
     }
+
+    #[test]
+    fn urls_lose_their_password_only() {
+        assert_eq!(
+            redact_url("postgres://pixgw:s3cr3t@db.internal:5432/pixgw?sslmode=require"),
+            "postgres://pixgw:***@db.internal:5432/pixgw?sslmode=require"
+        );
+        assert_eq!(
+            redact_url("postgresql://u:p%40ss@h/db"),
+            "postgresql://u:***@h/db"
+        );
+        for unchanged in [
+            "postgres://postgres@127.0.0.1:5432/postgres",
+            "sqlite://data/pixgw.db",
+            "sqlite://data/a@b.db",
+            "not a url",
+        ] {
+            assert_eq!(redact_url(unchanged), unchanged);
+        }
+    }
+
+    #[tokio::test]
+    async fn a_bad_url_is_reported_without_its_password() {
+        let err = Store::connect("mysql://root:hunter2@db/x")
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(!err.contains("hunter2"), "{err}");
+        assert!(err.contains("mysql://root:***@db/x"), "{err}");
+    }
 }
 
 #[cfg(test)]
 mod sqlite_settings {
     use sqlx::Row;
 
+    async fn pragma(conn: &mut sqlx::pool::PoolConnection<sqlx::Any>, pragma: &str) -> String {
+        let row = sqlx::query(&format!("PRAGMA {pragma}"))
+            .fetch_one(&mut **conn)
+            .await
+            .unwrap();
+        row.try_get::<String, _>(0)
+            .or_else(|_| row.try_get::<i64, _>(0).map(|n| n.to_string()))
+            .unwrap()
+    }
+
+    /// `?synchronous=normal` is the operator's explicit trade; sqlx never sees the parameter.
+    #[tokio::test]
+    async fn synchronous_normal_is_an_opt_in() {
+        let dir = tempfile::tempdir().unwrap();
+        let url = format!("sqlite://{}/t.db?synchronous=normal", dir.path().display());
+        let store = super::Store::connect(&url).await.unwrap();
+        let mut conn = store.pool().acquire().await.unwrap();
+        assert_eq!(pragma(&mut conn, "synchronous").await, "1", "NORMAL");
+        assert_eq!(pragma(&mut conn, "journal_mode").await, "wal");
+        let bad = format!("sqlite://{}/t.db?synchronous=off", dir.path().display());
+        let err = super::Store::connect(&bad).await.unwrap_err().to_string();
+        assert!(err.ends_with("synchronous must be full or normal"), "{err}");
+    }
+
     /// Every pooled SQLite connection runs in WAL mode, waits for a busy writer, and syncs
-    /// at checkpoints rather than at every commit.
+    /// every commit (FULL): an acknowledged payment survives a power loss.
     #[tokio::test]
     async fn connections_get_the_pragmas() {
         let dir = tempfile::tempdir().unwrap();
@@ -223,19 +340,9 @@ mod sqlite_settings {
             .await
             .unwrap();
         let mut conn = store.pool().acquire().await.unwrap();
-        let get =
-            async |conn: &mut sqlx::pool::PoolConnection<sqlx::Any>, pragma: &str| -> String {
-                let row = sqlx::query(&format!("PRAGMA {pragma}"))
-                    .fetch_one(&mut **conn)
-                    .await
-                    .unwrap();
-                row.try_get::<String, _>(0)
-                    .or_else(|_| row.try_get::<i64, _>(0).map(|n| n.to_string()))
-                    .unwrap()
-            };
-        assert_eq!(get(&mut conn, "journal_mode").await, "wal");
-        assert_eq!(get(&mut conn, "synchronous").await, "1", "NORMAL");
-        assert_eq!(get(&mut conn, "busy_timeout").await, "10000");
-        assert_eq!(get(&mut conn, "foreign_keys").await, "1");
+        assert_eq!(pragma(&mut conn, "synchronous").await, "2", "FULL");
+        assert_eq!(pragma(&mut conn, "journal_mode").await, "wal");
+        assert_eq!(pragma(&mut conn, "busy_timeout").await, "10000");
+        assert_eq!(pragma(&mut conn, "foreign_keys").await, "1");
     }
 }

@@ -3,6 +3,7 @@
 
 use sqlx::Row;
 
+use super::credentials::Saved;
 use super::{Store, StoreError, now_ms};
 use crate::domain::Environment;
 
@@ -23,18 +24,31 @@ pub struct EndpointRecord {
     pub failing_since: Option<i64>,
     pub created_at: i64,
     pub updated_at: i64,
+    /// Moves on by one with every change a merchant makes, or the gateway's disabling;
+    /// 1 when created.
+    pub version: i64,
 }
 
 const COLUMNS: &str = "id, merchant_id, environment, url, description, events, secret_sealed, \
     previous_secret_sealed, previous_expires_at, status, disabled_reason, failing_since, \
-    created_at, updated_at";
+    created_at, updated_at, version";
+
+/// Why an endpoint was not written: the merchant's plan is full, or (for a plan without a
+/// limit) the operator's cap per merchant and environment is reached.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum EndpointLimit {
+    Plan(crate::plans::LimitReached),
+    Operator { limit: u64, usage: u64 },
+}
 
 impl Store {
-    /// Writes an endpoint, if the merchant's plan has room for one more in its environment.
+    /// Writes an endpoint, if the merchant's plan has room for one more in its environment;
+    /// when the plan sets no limit, `operator_cap` does (delivery work grows with endpoints).
     pub async fn insert_webhook_endpoint(
         &self,
         e: &EndpointRecord,
-    ) -> Result<crate::plans::Admission<()>, StoreError> {
+        operator_cap: u64,
+    ) -> Result<Result<(), EndpointLimit>, StoreError> {
         let mut tx = self.begin_write().await?;
         if let Err(reached) = self
             .admit(
@@ -46,11 +60,39 @@ impl Store {
             )
             .await?
         {
-            return Ok(Err(reached));
+            return Ok(Err(EndpointLimit::Plan(reached)));
+        }
+        // The merchant's row is locked by `admit` until the commit: concurrent creations count
+        // one after the other here too.
+        let plan = sqlx::query("SELECT plan FROM merchants WHERE id = $1")
+            .bind(&e.merchant_id)
+            .fetch_one(&mut *tx)
+            .await?;
+        let plan: crate::plans::PlanId = plan
+            .get::<String, _>(0)
+            .parse()
+            .map_err(StoreError::Corrupt)?;
+        if plan.plan().webhooks == crate::plans::Limit::Unlimited {
+            let usage: i64 = sqlx::query(
+                "SELECT COUNT(*) FROM webhook_endpoints \
+                 WHERE merchant_id = $1 AND environment = $2 AND deleted_at IS NULL",
+            )
+            .bind(&e.merchant_id)
+            .bind(e.environment.as_str())
+            .fetch_one(&mut *tx)
+            .await?
+            .get(0);
+            let usage = usage as u64;
+            if usage >= operator_cap {
+                return Ok(Err(EndpointLimit::Operator {
+                    limit: operator_cap,
+                    usage,
+                }));
+            }
         }
         sqlx::query(&format!(
             "INSERT INTO webhook_endpoints ({COLUMNS}) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)"
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)"
         ))
         .bind(&e.id)
         .bind(&e.merchant_id)
@@ -66,18 +108,25 @@ impl Store {
         .bind(e.failing_since)
         .bind(e.created_at)
         .bind(e.updated_at)
+        .bind(e.version)
         .execute(&mut *tx)
         .await?;
         tx.commit().await?;
         Ok(Ok(()))
     }
 
-    /// Writes back what the merchant or the delivery worker changes.
-    pub async fn update_webhook_endpoint(&self, e: &EndpointRecord) -> Result<(), StoreError> {
-        sqlx::query(
+    /// Writes back what the merchant changed of `e`, if the row is still at `e.version` (else
+    /// [`Saved::Conflict`], nothing written); the row moves to `e.version + 1`. The delivery
+    /// worker's health mark (`failing_since`) is left as it is now, except that an endpoint
+    /// enabled again starts healthy.
+    pub async fn update_webhook_endpoint(&self, e: &EndpointRecord) -> Result<Saved, StoreError> {
+        let done = sqlx::query(
             "UPDATE webhook_endpoints SET url = $1, description = $2, events = $3, \
              secret_sealed = $4, previous_secret_sealed = $5, previous_expires_at = $6, \
-             status = $7, disabled_reason = $8, failing_since = $9, updated_at = $10 WHERE id = $11",
+             failing_since = CASE WHEN status = 'disabled' AND $7 = 'enabled' THEN NULL \
+                                  ELSE failing_since END, \
+             status = $7, disabled_reason = $8, updated_at = $9, version = version + 1 \
+             WHERE id = $10 AND version = $11 AND deleted_at IS NULL",
         )
         .bind(&e.url)
         .bind(&e.description)
@@ -87,12 +136,38 @@ impl Store {
         .bind(e.previous_expires_at)
         .bind(&e.status)
         .bind(&e.disabled_reason)
-        .bind(e.failing_since)
         .bind(e.updated_at)
         .bind(&e.id)
+        .bind(e.version)
         .execute(self.pool())
         .await?;
-        Ok(())
+        Ok(saved(done.rows_affected()))
+    }
+
+    /// Stores `e`'s signing secrets re-encrypted under a new master key, if the row is still at
+    /// `e.version`; the version stays (`pixgw vault rotate`).
+    pub async fn reseal_webhook_endpoint(&self, e: &EndpointRecord) -> Result<Saved, StoreError> {
+        let done = sqlx::query(
+            "UPDATE webhook_endpoints SET secret_sealed = $1, previous_secret_sealed = $2 \
+             WHERE id = $3 AND version = $4",
+        )
+        .bind(&e.secret_sealed)
+        .bind(&e.previous_secret_sealed)
+        .bind(&e.id)
+        .bind(e.version)
+        .execute(self.pool())
+        .await?;
+        Ok(saved(done.rows_affected()))
+    }
+
+    /// Every endpoint, deleted ones included: for re-encryption under a new master key.
+    pub async fn all_webhook_endpoints(&self) -> Result<Vec<EndpointRecord>, StoreError> {
+        let rows = sqlx::query(&format!(
+            "SELECT {COLUMNS} FROM webhook_endpoints ORDER BY id"
+        ))
+        .fetch_all(self.pool())
+        .await?;
+        rows.iter().map(record_of).collect()
     }
 
     pub async fn webhook_endpoint(
@@ -113,7 +188,8 @@ impl Store {
         row.as_ref().map(record_of).transpose()
     }
 
-    pub(super) async fn webhook_endpoint_by_id(
+    /// An endpoint by id alone, deleted ones included.
+    pub async fn webhook_endpoint_by_id(
         &self,
         id: &str,
     ) -> Result<Option<EndpointRecord>, StoreError> {
@@ -157,12 +233,20 @@ impl Store {
         Ok(())
     }
 
+    /// Cancels the deliveries still pending to an endpoint its merchant disabled.
+    pub async fn cancel_pending_deliveries(&self, endpoint_id: &str) -> Result<(), StoreError> {
+        let mut tx = self.pool().begin().await?;
+        cancel_pending(&mut tx, endpoint_id).await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
     /// Stops deliveries to an endpoint, saying why (a 410, days of failures).
     pub async fn disable_webhook_endpoint(&self, id: &str, reason: &str) -> Result<(), StoreError> {
         let mut tx = self.pool().begin().await?;
         sqlx::query(
-            "UPDATE webhook_endpoints SET status = 'disabled', disabled_reason = $1, updated_at = $2 \
-             WHERE id = $3",
+            "UPDATE webhook_endpoints SET status = 'disabled', disabled_reason = $1, updated_at = $2, \
+             version = version + 1 WHERE id = $3",
         )
         .bind(reason)
         .bind(now_ms())
@@ -220,5 +304,14 @@ fn record_of(r: &sqlx::any::AnyRow) -> Result<EndpointRecord, StoreError> {
         failing_since: r.get(11),
         created_at: r.get(12),
         updated_at: r.get(13),
+        version: r.get(14),
     })
+}
+
+fn saved(rows_affected: u64) -> Saved {
+    if rows_affected == 1 {
+        Saved::Done
+    } else {
+        Saved::Conflict
+    }
 }

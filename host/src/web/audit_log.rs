@@ -29,7 +29,7 @@ pub fn router() -> Router<Arc<App>> {
 }
 
 /// The families of actions (an action is `<family>.<verb>`), with their names' keys.
-const KINDS: [(&str, &str); 9] = [
+const KINDS: [(&str, &str); 10] = [
     ("account", "audit.kind.account"),
     ("session", "audit.kind.session"),
     ("team", "audit.kind.team"),
@@ -39,6 +39,7 @@ const KINDS: [(&str, &str); 9] = [
     ("event", "audit.kind.event"),
     ("charge", "audit.kind.charge"),
     ("plan", "audit.kind.plan"),
+    ("sso", "audit.kind.sso"),
 ];
 
 /// The catalog key that words an action, for the actions the gateway records.
@@ -66,6 +67,12 @@ fn action_key(action: &str) -> Option<&'static str> {
         "event.redeliver" => "audit.action.event.redeliver",
         "charge.cancel" => "audit.action.charge.cancel",
         "plan.change" => "audit.action.plan.change",
+        "sso.configure" => "audit.action.sso.configure",
+        "sso.remove" => "audit.action.sso.remove",
+        "sso.sign_in" => "audit.action.sso.sign_in",
+        "sso.sign_in_refused" => "audit.action.sso.sign_in_refused",
+        "sso.member_created" => "audit.action.sso.member_created",
+        "sso.password_refused" => "audit.action.sso.password_refused",
         _ => return None,
     })
 }
@@ -149,7 +156,7 @@ struct AuditPage {
 }
 
 impl AuditPage {
-    fn kinds(&self) -> [(&'static str, &'static str); 9] {
+    fn kinds(&self) -> [(&'static str, &'static str); 10] {
         KINDS
     }
 
@@ -311,6 +318,12 @@ mod tests {
             "webhook_endpoint.delete",
             "event.redeliver",
             "charge.cancel",
+            "sso.configure",
+            "sso.remove",
+            "sso.sign_in",
+            "sso.sign_in_refused",
+            "sso.member_created",
+            "sso.password_refused",
         ];
         let mut keys: Vec<&str> = actions.iter().map(|a| action_key(a).unwrap()).collect();
         keys.extend(KINDS.iter().map(|(_, key)| *key));

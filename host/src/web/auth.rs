@@ -47,7 +47,7 @@ pub struct Public {
 }
 
 impl Public {
-    fn new(visitor: &Visitor, title: &'static str, path: &str) -> Public {
+    pub(super) fn new(visitor: &Visitor, title: &'static str, path: &str) -> Public {
         Public {
             lang: visitor.lang,
             csrf: visitor.csrf.clone(),
@@ -81,7 +81,7 @@ fn account_message(lang: Lang, e: &AccountError) -> String {
 }
 
 /// Where to go after sign-in: a dashboard path only (never another site).
-fn safe_next(next: &str) -> &str {
+pub(super) fn safe_next(next: &str) -> &str {
     if next.starts_with("/dashboard") && !next.starts_with("//") && !next.contains('\\') {
         next
     } else {
@@ -100,7 +100,7 @@ pub(super) fn with_csrf_cookie(app: &App, visitor: &Visitor, mut response: Respo
 }
 
 /// Signs the session's cookie in and goes to `next`.
-fn signed_in(app: &App, session: NewSession, next: &str) -> Response {
+pub(super) fn signed_in(app: &App, session: NewSession, next: &str) -> Response {
     let mut response = see_other(safe_next(next));
     let age = app.config.sessions.absolute.as_secs() as i64;
     if let Ok(v) =

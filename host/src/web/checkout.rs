@@ -717,14 +717,20 @@ async fn stream(
 ) -> Result<Response, CheckoutError> {
     let lang = visitor.lang;
     let charge = payer_charge(&app, &visitor, &headers, &slug).await?;
-    let Some(updates) = crate::live::follow(
+    let followed = match crate::live::follow(
         app.clone(),
         charge.merchant_id,
         charge.environment,
         charge.id,
     )
-    .await?
-    else {
+    .await
+    {
+        // Over the merchant's limit of open streams: a 429; the page falls back to polling.
+        Err(crate::live::LiveError::Store(e)) => return Err(e.into()),
+        Err(too_many) => return Ok(axum::response::IntoResponse::into_response(too_many)),
+        Ok(updates) => updates,
+    };
+    let Some(updates) = followed else {
         return Err(CheckoutError::NotFound(lang));
     };
     let events = updates.map(move |charge| {

@@ -17,6 +17,8 @@
 //! - [`statement`]: the statement (paid charges by payment day), its chart and its CSV.
 //! - [`evidence`]: a sale's photo and place, attached from the charge's page and the
 //!   cashier's paid screen, and the photos themselves.
+//! - [`sso`]: single sign-on: the owner's settings, "Sign in with SSO", the provider's
+//!   callback and its error pages.
 //! - [`checkout`]: the public pages of payment links (`/p/<slug>`), for payers: no sign-in,
 //!   their own minimal layout.
 
@@ -36,6 +38,7 @@ pub mod page;
 pub mod plan;
 pub mod psps;
 pub mod session;
+pub mod sso;
 pub mod statement;
 pub mod team;
 pub mod webhooks;
@@ -65,6 +68,7 @@ pub fn router() -> Router<Arc<App>> {
         .merge(checkout::router())
         .merge(team::router())
         .merge(plan::router())
+        .merge(sso::router())
         .merge(audit_log::router())
         .merge(adapters::router())
         .route("/dashboard/{*rest}", axum::routing::any(not_found))

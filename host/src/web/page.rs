@@ -34,6 +34,7 @@ const NAV: &[(&str, &str, Action)] = &[
     ),
     ("/dashboard/team", "nav.team", Action::ViewTeam),
     ("/dashboard/plan", "nav.plan", Action::ManagePlan),
+    ("/dashboard/settings/sso", "nav.sso", Action::ManageSso),
     ("/dashboard/audit", "nav.audit", Action::ViewAudit),
     ("/dashboard/adapters", "nav.adapters", Action::ViewAdapters),
 ];

@@ -463,6 +463,12 @@ fn form_refusal(
         CredentialError::NotFound | CredentialError::UnknownProvider { .. } => {
             Err(WebError::NotFound(lang))
         }
+        // Handled before: the page is shown again as it is now.
+        CredentialError::Conflict { .. } => Ok(Some(FormAlert {
+            message: lang.t("psps.conflict").to_owned(),
+            psp_message: None,
+            hint: None,
+        })),
         e @ (CredentialError::Store(_) | CredentialError::Vault(_)) => Err(internal(viewer, e)),
     }
 }
@@ -578,6 +584,11 @@ struct DetailPage {
     route_limit_error: Option<String>,
     inputs: Vec<FieldInput>,
     alert: Option<FormAlert>,
+    /// The version the page shows: every form posts it back, so a change made meanwhile by
+    /// someone else is refused instead of undone.
+    version: i64,
+    /// Why the last post was not saved: the connection changed meanwhile.
+    conflict: Option<String>,
 }
 
 impl DetailPage {
@@ -695,6 +706,8 @@ async fn detail_page(
         route_limit_error: None,
         inputs,
         alert: None,
+        version: view.record.version,
+        conflict: None,
     })
 }
 
@@ -737,6 +750,27 @@ fn found<T>(viewer: &Viewer, outcome: Result<T, CredentialError>) -> Result<T, W
         CredentialError::NotFound => WebError::NotFound(viewer.lang),
         e => internal(viewer, e),
     })
+}
+
+/// The `version` a form posted back; a form without one (an older page) is checked against the
+/// version read when the post arrived.
+fn posted_version(viewer: &Viewer, form: &Pairs) -> Result<Option<i64>, WebError> {
+    match value(form, "version") {
+        "" => Ok(None),
+        text => text
+            .parse()
+            .map(Some)
+            .map_err(|_| WebError::BadRequest(viewer.lang, "error.form_malformed")),
+    }
+}
+
+/// 409: the connection as it is now, saying that the post was not saved because someone
+/// changed it meanwhile.
+async fn conflict_page(app: &App, viewer: &Viewer, id: &str) -> Result<Response, WebError> {
+    let view = found(viewer, credentials::get(app, &viewer.caller(), id).await)?;
+    let mut page = detail_page(app, viewer, view).await?;
+    page.conflict = Some(viewer.lang.t("psps.conflict").to_owned());
+    render_status(StatusCode::CONFLICT, &page)
 }
 
 fn internal(viewer: &Viewer, error: CredentialError) -> WebError {
@@ -783,13 +817,16 @@ async fn settings(
     let change = CredentialChange {
         label: Some(label),
         route_limit: Some(route_limit),
+        expected_version: posted_version(&viewer, &form)?,
         ..Default::default()
     };
-    found(
-        &viewer,
-        credentials::update(&app, &caller, record, change).await,
-    )?;
-    Ok(see_other_with(&back_to(&id), "flash.psps_saved"))
+    match credentials::update(&app, &caller, record, change).await {
+        Err(CredentialError::Conflict { .. }) => conflict_page(&app, &viewer, &id).await,
+        outcome => {
+            found(&viewer, outcome)?;
+            Ok(see_other_with(&back_to(&id), "flash.psps_saved"))
+        }
+    }
 }
 
 async fn replace_fields(
@@ -810,10 +847,12 @@ async fn replace_fields(
         .collect();
     let change = CredentialChange {
         fields: Some(fields),
+        expected_version: posted_version(&viewer, &form)?,
         ..Default::default()
     };
     match credentials::update(&app, &caller, record, change).await {
         Ok(_) => Ok(see_other_with(&back_to(&id), "flash.psps_fields_saved")),
+        Err(CredentialError::Conflict { .. }) => conflict_page(&app, &viewer, &id).await,
         Err(e) => {
             let view = found(&viewer, credentials::get(&app, &caller, &id).await)?;
             let mut page = detail_page(&app, &viewer, view).await?;
@@ -842,13 +881,16 @@ async fn set_active(
     let record = found(&viewer, credentials::find(&app, &caller, &id).await)?;
     let change = CredentialChange {
         active: Some(active),
+        expected_version: posted_version(&viewer, &form)?,
         ..Default::default()
     };
-    found(
-        &viewer,
-        credentials::update(&app, &caller, record, change).await,
-    )?;
-    Ok(see_other_with(&back_to(&id), flash))
+    match credentials::update(&app, &caller, record, change).await {
+        Err(CredentialError::Conflict { .. }) => conflict_page(&app, &viewer, &id).await,
+        outcome => {
+            found(&viewer, outcome)?;
+            Ok(see_other_with(&back_to(&id), flash))
+        }
+    }
 }
 
 async fn move_step(

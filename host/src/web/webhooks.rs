@@ -50,6 +50,7 @@ fn event_label(kind: &str) -> &'static str {
     match kind {
         "charge.created" => "webhooks.event.created",
         "charge.paid" => "webhooks.event.paid",
+        "charge.underpaid" => "webhooks.event.underpaid",
         "charge.expired" => "webhooks.event.expired",
         "charge.canceled" => "webhooks.event.canceled",
         "charge.failed" => "webhooks.event.failed",
@@ -75,6 +76,8 @@ struct EndpointForm {
     description: String,
     /// Checkboxes: one `events` field per ticked box.
     events: Vec<String>,
+    /// The version the edit page showed (hidden field); empty on the create form.
+    version: String,
 }
 
 impl From<Vec<(String, String)>> for EndpointForm {
@@ -85,6 +88,7 @@ impl From<Vec<(String, String)>> for EndpointForm {
                 "url" => form.url = value,
                 "description" => form.description = value,
                 "events" => form.events.push(value),
+                "version" => form.version = value,
                 _ => {}
             }
         }
@@ -97,7 +101,9 @@ struct FormView {
     url: String,
     description: String,
     events: Vec<String>,
-    /// The field at fault and the message.
+    /// The version the edit form posts back, so a change made meanwhile is refused.
+    version: Option<i64>,
+    /// The field at fault and the message; `conflict` for the whole form.
     error: Option<(&'static str, String)>,
 }
 
@@ -107,6 +113,7 @@ impl FormView {
             url: String::new(),
             description: String::new(),
             events: DEFAULT_EVENT_TYPES.iter().map(|t| t.to_string()).collect(),
+            version: None,
             error: None,
         }
     }
@@ -116,6 +123,7 @@ impl FormView {
             url: endpoint.url.clone(),
             description: endpoint.description.clone().unwrap_or_default(),
             events: endpoint.events.clone(),
+            version: Some(endpoint.version),
             error: None,
         }
     }
@@ -125,6 +133,7 @@ impl FormView {
             url: form.url,
             description: form.description,
             events: form.events,
+            version: form.version.parse().ok(),
             error: Some((error.field().unwrap_or("url"), message(lang, error))),
         }
     }
@@ -156,6 +165,7 @@ fn message(lang: Lang, error: &EndpointError) -> String {
     let detail = match error {
         EndpointError::UrlRejected(reason) => reason.clone(),
         EndpointError::UnknownEvent(kind) => kind.clone(),
+        EndpointError::TooMany { limit, .. } => limit.to_string(),
         _ => String::new(),
     };
     lang.tf(
@@ -365,6 +375,13 @@ async fn update(
     let endpoint = endpoints::find(&app, &caller, &id)
         .await
         .map_err(|e| failed(&viewer, e))?;
+    let expected_version = match form.version.as_str() {
+        "" => None,
+        text => Some(
+            text.parse()
+                .map_err(|_| WebError::BadRequest(viewer.lang, "error.form_malformed"))?,
+        ),
+    };
     let updated = match parse(&app, &viewer, &form).await {
         Ok(new) => {
             let changes = Changes {
@@ -372,6 +389,7 @@ async fn update(
                 events: Some(new.events),
                 description: Some(new.description),
                 enabled: None,
+                expected_version,
             };
             endpoints::update(&app, &caller, &id, changes).await
         }
@@ -383,6 +401,24 @@ async fn update(
             "flash.webhooks_updated",
         )),
         Err(e @ (EndpointError::NotFound(_) | EndpointError::Store(_))) => Err(failed(&viewer, e)),
+        // Someone saved it meanwhile: the form shows what is saved now, and says so.
+        Err(e @ EndpointError::Conflict { .. }) => {
+            let endpoint = endpoints::find(&app, &caller, &id)
+                .await
+                .map_err(|e| failed(&viewer, e))?;
+            let mut form = FormView::of(&endpoint);
+            form.error = Some(("conflict", message(viewer.lang, &e)));
+            render_status(
+                StatusCode::CONFLICT,
+                &EditPage {
+                    c: Page::new(&viewer, "webhooks.edit_title"),
+                    form,
+                    endpoint,
+                    max_url: endpoints::MAX_URL_CHARS,
+                    max_description: endpoints::MAX_DESCRIPTION_CHARS,
+                },
+            )
+        }
         Err(e) => render_status(
             StatusCode::UNPROCESSABLE_ENTITY,
             &EditPage {
@@ -405,9 +441,16 @@ async fn rotate(
     Posted { viewer, .. }: Posted<Empty>,
 ) -> Result<Response, WebError> {
     viewer.require(Action::ManageWebhookEndpoints)?;
-    let rotated = endpoints::rotate_secret(&app, &viewer.caller(), &id, Overlap::default())
-        .await
-        .map_err(|e| failed(&viewer, e))?;
+    let rotated =
+        match endpoints::rotate_secret(&app, &viewer.caller(), &id, Overlap::default()).await {
+            Err(EndpointError::Conflict { .. }) => {
+                return Ok(see_other_with(
+                    "/dashboard/webhooks",
+                    "flash.webhooks_conflict",
+                ));
+            }
+            outcome => outcome.map_err(|e| failed(&viewer, e))?,
+        };
     let mut page = page(&app, &viewer, None, FormView::empty()).await?;
     page.new_secret = Some(NewSecret {
         url: rotated.endpoint.url,
@@ -431,9 +474,16 @@ async fn set_enabled(
         enabled: Some(enabled),
         ..Changes::default()
     };
-    endpoints::update(app, &viewer.caller(), id, changes)
-        .await
-        .map_err(|e| failed(viewer, e))?;
+    match endpoints::update(app, &viewer.caller(), id, changes).await {
+        // A change raced this click: the list shows the endpoint as it is now.
+        Err(EndpointError::Conflict { .. }) => {
+            return Ok(see_other_with(
+                "/dashboard/webhooks",
+                "flash.webhooks_conflict",
+            ));
+        }
+        outcome => outcome.map_err(|e| failed(viewer, e))?,
+    };
     let flash = if enabled {
         "flash.webhooks_enabled"
     } else {
@@ -504,7 +554,17 @@ mod tests {
             EndpointError::NoEvents,
             EndpointError::UnknownEvent(String::from("charge.refunded")),
             EndpointError::DescriptionTooLong(300),
+            EndpointError::DescriptionControl,
             EndpointError::Overlap,
+            EndpointError::Conflict {
+                expected: 1,
+                current: 2,
+            },
+            EndpointError::TooMany {
+                limit: 50,
+                usage: 50,
+                environment: crate::domain::Environment::Test,
+            },
         ];
         let keys = EVENT_TYPES
             .iter()

@@ -11,8 +11,9 @@ use crate::app::App;
 use crate::audit;
 use crate::charges::Caller;
 use crate::domain::Environment;
+use crate::store::credentials::Saved;
 use crate::store::events::DeliveryListing;
-use crate::store::webhook_endpoints::EndpointRecord;
+use crate::store::webhook_endpoints::{EndpointLimit, EndpointRecord};
 use crate::store::{StoreError, now_ms};
 use crate::vault::Aad;
 use crate::webhooks::destination::DestinationPolicy;
@@ -46,9 +47,27 @@ pub enum EndpointError {
     NotFound(String),
     #[error("no event {0:?}")]
     EventNotFound(String),
+    #[error("description must not contain control characters (line breaks, tabs and the like)")]
+    DescriptionControl,
     /// The merchant's plan has no room for one more endpoint in this environment.
     #[error(transparent)]
     PlanLimit(#[from] crate::plans::LimitReached),
+    /// The plan sets no limit and the operator's cap per merchant and environment is reached.
+    #[error(
+        "this gateway allows at most {limit} webhook endpoints per merchant in {environment} \
+         and {usage} exist; delete one you no longer use (an endpoint can receive every event type)"
+    )]
+    TooMany {
+        limit: u64,
+        usage: u64,
+        environment: Environment,
+    },
+    /// Someone else changed the endpoint since the caller read it: nothing was saved.
+    #[error(
+        "the webhook endpoint was changed since version {expected} was read (it is at version \
+         {current} now): read it again and repeat the change"
+    )]
+    Conflict { expected: i64, current: i64 },
     #[error(transparent)]
     Store(#[from] StoreError),
 }
@@ -63,11 +82,14 @@ impl EndpointError {
             EndpointError::NoEvents => "webhooks.error.no_events",
             EndpointError::UnknownEvent(_) => "webhooks.error.unknown_event",
             EndpointError::DescriptionTooLong(_) => "webhooks.error.description_too_long",
+            EndpointError::DescriptionControl => "webhooks.error.description_control",
+            EndpointError::TooMany { .. } => "webhooks.error.too_many",
             EndpointError::Overlap => "webhooks.error.overlap",
             EndpointError::NotFound(_) | EndpointError::EventNotFound(_) => {
                 "error.not_found.message"
             }
             EndpointError::PlanLimit(_) => "error.plan.title",
+            EndpointError::Conflict { .. } => "webhooks.error.conflict",
             EndpointError::Store(_) => "error.internal",
         }
     }
@@ -79,7 +101,9 @@ impl EndpointError {
             | EndpointError::UrlTooLong(_)
             | EndpointError::UrlRejected(_) => Some("url"),
             EndpointError::NoEvents | EndpointError::UnknownEvent(_) => Some("events"),
-            EndpointError::DescriptionTooLong(_) => Some("description"),
+            EndpointError::DescriptionTooLong(_) | EndpointError::DescriptionControl => {
+                Some("description")
+            }
             EndpointError::Overlap => Some("overlap_seconds"),
             _ => None,
         }
@@ -156,12 +180,16 @@ impl EventTypes {
     }
 }
 
-/// A description as typed: trimmed, at most [`MAX_DESCRIPTION_CHARS`]; empty is none.
+/// A description as typed: trimmed, at most [`MAX_DESCRIPTION_CHARS`], one line without
+/// control characters; empty is none.
 pub fn description(input: &str) -> Result<Option<String>, EndpointError> {
     let text = input.trim();
     let chars = text.chars().count();
     if chars > MAX_DESCRIPTION_CHARS {
         return Err(EndpointError::DescriptionTooLong(chars));
+    }
+    if crate::domain::control_character(text).is_some() {
+        return Err(EndpointError::DescriptionControl);
     }
     Ok((chars > 0).then(|| text.to_owned()))
 }
@@ -216,6 +244,10 @@ pub struct Changes {
     pub description: Option<Option<String>>,
     /// Enable (which also forgets past failures) or disable.
     pub enabled: Option<bool>,
+    /// The version the caller read (`If-Match`, the form's hidden field): a change of an
+    /// endpoint that moved on since is refused with [`EndpointError::Conflict`]. `None`: the
+    /// version read here, so a change made meanwhile is still never undone.
+    pub expected_version: Option<i64>,
 }
 
 /// Creates an endpoint for the caller's merchant and environment, enabled, with a new secret.
@@ -242,8 +274,20 @@ pub async fn create(
         failing_since: None,
         created_at: now,
         updated_at: now,
+        version: 1,
     };
-    app.store.insert_webhook_endpoint(&endpoint).await??;
+    let cap = app.config.delivery.max_endpoints;
+    match app.store.insert_webhook_endpoint(&endpoint, cap).await? {
+        Ok(()) => {}
+        Err(EndpointLimit::Plan(reached)) => return Err(reached.into()),
+        Err(EndpointLimit::Operator { limit, usage }) => {
+            return Err(EndpointError::TooMany {
+                limit,
+                usage,
+                environment: endpoint.environment,
+            });
+        }
+    }
     audit::record(
         &app.store,
         caller,
@@ -283,6 +327,14 @@ pub async fn update(
     changes: Changes,
 ) -> Result<EndpointRecord, EndpointError> {
     let mut endpoint = find(app, caller, id).await?;
+    if let Some(expected) = changes.expected_version
+        && expected != endpoint.version
+    {
+        return Err(EndpointError::Conflict {
+            expected,
+            current: endpoint.version,
+        });
+    }
     let mut edited = Vec::new();
     if let Some(url) = changes.url {
         edited.push(format!("url {}", shown_url(url.as_str())));
@@ -310,7 +362,12 @@ pub async fn update(
         }
     }
     endpoint.updated_at = now_ms();
-    app.store.update_webhook_endpoint(&endpoint).await?;
+    save(app, caller, &mut endpoint).await?;
+    if changes.enabled == Some(false) {
+        // The worker claims nothing for a disabled endpoint; what was pending is dropped, as
+        // when the gateway disables an endpoint itself.
+        app.store.cancel_pending_deliveries(&endpoint.id).await?;
+    }
     let target = Some(("webhook_endpoint", endpoint.id.as_str()));
     if !edited.is_empty() {
         audit::record(
@@ -338,6 +395,24 @@ pub async fn update(
     Ok(endpoint)
 }
 
+/// Writes back a change of `endpoint` as read (compare-and-swap on its version), which then
+/// moves on by one; a change saved by someone else meanwhile makes this a conflict.
+async fn save(
+    app: &App,
+    caller: &Caller,
+    endpoint: &mut EndpointRecord,
+) -> Result<(), EndpointError> {
+    if app.store.update_webhook_endpoint(endpoint).await? == Saved::Conflict {
+        let current = find(app, caller, &endpoint.id).await?;
+        return Err(EndpointError::Conflict {
+            expected: endpoint.version,
+            current: current.version,
+        });
+    }
+    endpoint.version += 1;
+    Ok(())
+}
+
 /// Gives an endpoint a new secret; the previous one keeps signing for `overlap` (both
 /// signatures are sent), so receivers can switch without losing an event.
 pub async fn rotate_secret(
@@ -355,7 +430,7 @@ pub async fn rotate_secret(
     ));
     endpoint.previous_expires_at = Some(now + overlap.0 * 1000);
     endpoint.updated_at = now;
-    app.store.update_webhook_endpoint(&endpoint).await?;
+    save(app, caller, &mut endpoint).await?;
     audit::record(
         &app.store,
         caller,
@@ -448,6 +523,7 @@ mod tests {
             EventTypes::default_set().as_slice(),
             [
                 "charge.paid",
+                "charge.underpaid",
                 "charge.expired",
                 "charge.canceled",
                 "charge.failed"
@@ -464,6 +540,18 @@ mod tests {
             description(&"a".repeat(MAX_DESCRIPTION_CHARS + 1)),
             Err(EndpointError::DescriptionTooLong(201))
         ));
+        for bad in [
+            "Loja\nCentro",
+            "Loja\u{7}",
+            "Lo\tja",
+            "Loja\u{9b}x",
+            "a\u{202e}b",
+        ] {
+            assert!(
+                matches!(description(bad), Err(EndpointError::DescriptionControl)),
+                "{bad:?}"
+            );
+        }
     }
 
     #[test]
@@ -495,7 +583,7 @@ mod tests {
         ));
         match EndpointUrl::parse(&strict, Environment::Test, "http://127.0.0.1:9/hook").await {
             Err(EndpointError::UrlRejected(reason)) => {
-                assert!(reason.contains("loopback or private"), "{reason}")
+                assert!(reason.contains("loopback, private or reserved"), "{reason}")
             }
             other => panic!("{other:?}"),
         }

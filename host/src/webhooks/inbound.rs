@@ -12,7 +12,9 @@
 //!    PSP signs); each event is matched to a charge of this credential by reference or PSP id.
 //! 4. The host asks the PSP (`query-charge`) and moves the charge by what the PSP answers, never
 //!    by what the notification claims: a forged or replayed notification cannot mark anything
-//!    paid, and a repeated, late or reordered one changes nothing.
+//!    paid, and a repeated, late or reordered one changes nothing — except a payment: money
+//!    the PSP took for a charge the gateway had closed (expired, canceled) is recorded, the
+//!    charge becoming `paid` with `paid_late` (see [`App::apply_psp_view`]).
 //!
 //! A notification whose processing failed half-way (PSP unreachable, gateway killed) is taken up
 //! again by [`retry_unprocessed`].
@@ -26,6 +28,7 @@ use crate::app::App;
 use crate::charges::ChargeError;
 use crate::credentials::webhook_token_aad;
 use crate::runtime::{self, CallError, PspError};
+use crate::store::charges::ChargeState;
 use crate::store::credentials::CredentialRecord;
 use crate::store::inbound::NotificationRecord;
 use crate::store::{StoreError, now_ms};
@@ -212,7 +215,9 @@ impl App {
                     "notification about a charge this credential does not hold; ignored");
                 continue;
             };
-            if charge.status.is_final() {
+            // Paid and failed charges cannot change; an expired or canceled one can still turn
+            // out paid at the PSP, and that money must be recorded.
+            if matches!(charge.status, ChargeState::Paid | ChargeState::Failed) {
                 continue;
             }
             let psp = adapter

@@ -7,8 +7,8 @@
 //!   `webhook-signature`) and `whsec_` secrets.
 //! - [`endpoints`]: merchants' endpoints (create, change, rotate the secret, delete) and
 //!   manual redelivery, for the API and the dashboard alike.
-//! - [`destination`]: which merchant URLs may be called (no loopback or private addresses
-//!   unless the operator allows them).
+//! - [`destination`]: which merchant URLs may be called (no loopback, private or other
+//!   special-purpose addresses unless the operator allows them).
 //!
 //! [`event_for`] builds the one event format every PSP's changes are reported in.
 
@@ -25,21 +25,27 @@ use crate::store::events::EventRecord;
 use crate::store::{now_ms, rfc3339};
 
 /// Every event type, in the order the API documents them.
-pub const EVENT_TYPES: [&str; 5] = [
+pub const EVENT_TYPES: [&str; 6] = [
     "charge.created",
     "charge.paid",
+    "charge.underpaid",
     "charge.expired",
     "charge.canceled",
     "charge.failed",
 ];
 
 /// Event types an endpoint gets when it does not choose: every one but `charge.created`.
-pub const DEFAULT_EVENT_TYPES: [&str; 4] = [
+pub const DEFAULT_EVENT_TYPES: [&str; 5] = [
     "charge.paid",
+    "charge.underpaid",
     "charge.expired",
     "charge.canceled",
     "charge.failed",
 ];
+
+/// Sent instead of `charge.paid` when the payer paid less than the charge's amount (the
+/// charge is `paid` with `underpaid: true` and `amount_paid`).
+pub const UNDERPAID: &str = "charge.underpaid";
 
 /// The event a charge reaching `state` emits (`processing` emits none).
 pub fn event_type(state: ChargeState, created: bool) -> Option<&'static str> {

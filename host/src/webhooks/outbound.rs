@@ -1,6 +1,15 @@
 //! The delivery worker: takes due rows from the outbox, signs and POSTs each event to its
 //! endpoint, logs the attempt, and schedules the next one.
 //!
+//! Each attempt runs as a task of its own, at most [`DeliveryConfig::concurrency`] at once and
+//! [`DeliveryConfig::per_endpoint`] to one endpoint, so an endpoint that never answers (a tar
+//! pit) holds a few slots until its timeout while every other merchant's events go out. An
+//! attempt holds a short lease on its row ([`DeliveryConfig::lease`]), renewed while it runs:
+//! after a crash the row is due again within one lease. The lease is also asked for right
+//! before sending, so an endpoint deleted or disabled after the claim gets nothing, and an
+//! attempt whose row is canceled meanwhile is dropped. At most [`MAX_RESPONSE_BYTES`] of an
+//! answer are read.
+//!
 //! Retries follow [`DeliveryConfig::retry_delays`] (by default 10 attempts over more than 72
 //! hours) with up to 25 % random extra delay so endpoints coming back are not hit by every
 //! gateway at once; a `Retry-After` answer pushes the next attempt later, never earlier. An
@@ -10,12 +19,12 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use tokio::sync::Notify;
+use tokio::sync::{Notify, Semaphore};
 
 use super::destination::DestinationPolicy;
 use super::signature;
 use crate::app::App;
-use crate::store::events::{AttemptOutcome, DueDelivery};
+use crate::store::events::{AttemptOutcome, ClaimLimits, DueDelivery};
 use crate::store::{StoreError, now_ms};
 use crate::vault::Aad;
 
@@ -30,6 +39,15 @@ pub struct DeliveryConfig {
     /// How often the outbox is polled when nothing wakes the worker (other gateways' events).
     pub poll_interval: Duration,
     pub destinations: DestinationPolicy,
+    /// How long a delivery in flight stays leased without a renewal; renewed every third of
+    /// it. A crashed gateway's deliveries are due again after at most this long.
+    pub lease: Duration,
+    /// Attempts this gateway runs at once.
+    pub concurrency: usize,
+    /// Attempts in flight to one endpoint at once (every gateway on the database together).
+    pub per_endpoint: usize,
+    /// Endpoints a merchant may have per environment when its plan sets no limit.
+    pub max_endpoints: u64,
 }
 
 impl Default for DeliveryConfig {
@@ -52,14 +70,20 @@ impl Default for DeliveryConfig {
             disable_after: Duration::from_secs(5 * 24 * 3600),
             poll_interval: Duration::from_secs(1),
             destinations: DestinationPolicy::default(),
+            lease: Duration::from_secs(10),
+            concurrency: 32,
+            per_endpoint: 4,
+            max_endpoints: 50,
         }
     }
 }
 
-/// Leases outlive the longest attempt, so a live worker never loses its row.
-const LEASE_MS: i64 = 60_000;
-const BATCH: i64 = 32;
+/// Rows claimed at once, at most.
+const BATCH: usize = 32;
+/// Characters of an answer kept in the delivery log.
 const EXCERPT: usize = 512;
+/// Bytes of an answer read, at most: enough for the excerpt; the rest is never downloaded.
+pub const MAX_RESPONSE_BYTES: usize = 4096;
 
 /// Wakes the worker when this gateway wrote to the outbox.
 #[derive(Default)]
@@ -90,22 +114,50 @@ impl Deliverer {
             .use_preconfigured_tls(tls)
             .dns_resolver(config.destinations.resolver())
             .redirect(reqwest::redirect::Policy::none())
+            // A proxy would connect to the merchant's host itself, past the resolver's check.
+            .no_proxy()
             .timeout(config.timeout)
             .user_agent(concat!("pixgw/", env!("CARGO_PKG_VERSION")))
             .build()?;
         Ok(Deliverer { client, config })
     }
 
-    /// Runs until the task is dropped.
+    fn lease_ms(&self) -> i64 {
+        self.config.lease.as_millis().max(1) as i64
+    }
+
+    /// Runs until the task is dropped: claims as many due rows as there are free slots and
+    /// starts one task per row.
     pub async fn run(self: Arc<Self>, app: Arc<App>) {
+        let slots = Arc::new(Semaphore::new(self.config.concurrency.max(1)));
         loop {
-            match app.store.claim_due_deliveries(LEASE_MS, BATCH).await {
+            let free = slots.available_permits();
+            if free == 0 {
+                // Every slot is busy: wait for one to free before claiming more.
+                drop(slots.clone().acquire_owned().await);
+                continue;
+            }
+            let limits = ClaimLimits {
+                lease_ms: self.lease_ms(),
+                rows: free.min(BATCH) as i64,
+                per_endpoint: self.config.per_endpoint.max(1) as i64,
+            };
+            match app.store.claim_due_deliveries(limits).await {
                 Ok(due) if !due.is_empty() => {
-                    let sends = due.into_iter().map(|d| self.deliver(&app, d));
-                    for result in futures::future::join_all(sends).await {
-                        if let Err(e) = result {
-                            tracing::warn!(error = %e, "recording a webhook delivery failed");
-                        }
+                    for delivery in due {
+                        let slot = slots
+                            .clone()
+                            .try_acquire_owned()
+                            .expect("no more rows are claimed than slots are free");
+                        let (deliverer, app) = (self.clone(), app.clone());
+                        tokio::spawn(async move {
+                            if let Err(e) = deliverer.deliver(&app, delivery).await {
+                                tracing::warn!(error = %e, "recording a webhook delivery failed");
+                            }
+                            drop(slot);
+                            // A row held back by the per-endpoint limit may be claimable now.
+                            app.outbox.wake();
+                        });
                     }
                     continue;
                 }
@@ -116,11 +168,52 @@ impl Deliverer {
         }
     }
 
+    /// Renews the lease every third of it until the lease is lost (the row was canceled,
+    /// queued again or taken over, or its endpoint removed); never returns while it holds.
+    async fn hold_lease(&self, app: &App, due: &DueDelivery) {
+        let every = (self.config.lease / 3).max(Duration::from_millis(100));
+        loop {
+            tokio::time::sleep(every).await;
+            match app
+                .store
+                .renew_delivery_lease(&due.delivery.id, &due.lease, self.lease_ms())
+                .await
+            {
+                Ok(true) => {}
+                Ok(false) => return,
+                // The database is out of reach: keep the attempt; the lease may run out.
+                Err(e) => tracing::warn!(error = %e, "renewing a webhook delivery lease failed"),
+            }
+        }
+    }
+
     async fn deliver(&self, app: &App, due: DueDelivery) -> Result<(), StoreError> {
+        // Right before sending: the endpoint may have been deleted or disabled since the claim.
+        if !app
+            .store
+            .renew_delivery_lease(&due.delivery.id, &due.lease, self.lease_ms())
+            .await?
+        {
+            tracing::info!(delivery = %due.delivery.id, "webhook delivery dropped: canceled or its endpoint removed");
+            return Ok(());
+        }
+        let attempt = tokio::select! {
+            attempt = self.attempt(app, &due) => attempt?,
+            () = self.hold_lease(app, &due) => {
+                tracing::info!(delivery = %due.delivery.id, "webhook attempt abandoned: canceled, queued again or its endpoint removed");
+                return Ok(());
+            }
+        };
+        self.settle(app, due, attempt).await
+    }
+
+    /// Signs and sends one attempt; the answer's status, its first bytes and `Retry-After`.
+    async fn attempt(&self, app: &App, due: &DueDelivery) -> Result<Sent, StoreError> {
         let DueDelivery {
             delivery,
             payload,
             endpoint,
+            ..
         } = due;
         let now = now_ms();
         let mut keys = Vec::new();
@@ -152,6 +245,15 @@ impl Deliverer {
         }
         let timestamp = now / 1000;
         let started = Instant::now();
+        if let Err(reason) = self.config.destinations.check_literal(&endpoint.url) {
+            return Ok(Sent {
+                status_code: None,
+                error: Some(reason),
+                excerpt: None,
+                retry_after: None,
+                latency_ms: 0,
+            });
+        }
         let response = self
             .client
             .post(&endpoint.url)
@@ -162,12 +264,10 @@ impl Deliverer {
                 "webhook-signature",
                 signature::header(&keys, &delivery.event_id, timestamp, payload.as_bytes()),
             )
-            .body(payload)
+            .body(payload.clone())
             .send()
             .await;
-        let latency_ms = started.elapsed().as_millis() as i64;
-        let attempt = delivery.attempts + 1;
-        let (status_code, error, excerpt, retry_after) = match response {
+        Ok(match response {
             Ok(r) => {
                 let status = r.status().as_u16();
                 let retry_after = r
@@ -175,13 +275,44 @@ impl Deliverer {
                     .get("retry-after")
                     .and_then(|v| v.to_str().ok())
                     .and_then(parse_retry_after);
-                let text = r.text().await.unwrap_or_default();
-                let mut excerpt = text;
+                let body = read_capped(r, MAX_RESPONSE_BYTES).await;
+                let mut excerpt = String::from_utf8_lossy(&body).into_owned();
                 excerpt.truncate(excerpt.floor_char_boundary(EXCERPT));
-                (Some(status), None, Some(excerpt), retry_after)
+                Sent {
+                    status_code: Some(status),
+                    error: None,
+                    excerpt: Some(excerpt),
+                    retry_after,
+                    latency_ms: started.elapsed().as_millis() as i64,
+                }
             }
-            Err(e) => (None, Some(describe(&e)), None, None),
-        };
+            Err(e) => Sent {
+                status_code: None,
+                error: Some(describe(&e)),
+                excerpt: None,
+                retry_after: None,
+                latency_ms: started.elapsed().as_millis() as i64,
+            },
+        })
+    }
+
+    /// Logs the attempt, schedules what comes next, and keeps the endpoint's health.
+    async fn settle(&self, app: &App, due: DueDelivery, sent: Sent) -> Result<(), StoreError> {
+        let DueDelivery {
+            delivery,
+            endpoint,
+            lease,
+            ..
+        } = due;
+        let Sent {
+            status_code,
+            error,
+            excerpt,
+            retry_after,
+            latency_ms,
+        } = sent;
+        let now = now_ms();
+        let attempt = delivery.attempts + 1;
         let ok = status_code.is_some_and(|s| (200..300).contains(&s));
         let gone = status_code == Some(410);
         let (next_status, next_attempt_at) = if ok {
@@ -201,9 +332,11 @@ impl Deliverer {
                 None => ("failed", now),
             }
         };
-        app.store
+        let recorded = app
+            .store
             .record_attempt(
                 &delivery,
+                &lease,
                 &AttemptOutcome {
                     status_code,
                     latency_ms,
@@ -214,6 +347,11 @@ impl Deliverer {
                 },
             )
             .await?;
+        if !recorded {
+            tracing::info!(event = %delivery.event_id, endpoint = %endpoint.id, attempt, status = ?status_code,
+                "webhook attempt not recorded: the row was queued again or taken over meanwhile");
+            return Ok(());
+        }
         tracing::info!(event = %delivery.event_id, endpoint = %endpoint.id, attempt, status = ?status_code,
             error = ?error, latency_ms, next = next_status, "webhook delivery");
         if ok {
@@ -240,6 +378,28 @@ impl Deliverer {
         }
         Ok(())
     }
+}
+
+/// What one attempt got back.
+struct Sent {
+    status_code: Option<u16>,
+    error: Option<String>,
+    excerpt: Option<String>,
+    retry_after: Option<Duration>,
+    latency_ms: i64,
+}
+
+/// The first `max` bytes of an answer; the rest is left unread (the connection is dropped), so
+/// an endpoint answering gigabytes, or forever, costs at most `max` bytes.
+async fn read_capped(mut response: reqwest::Response, max: usize) -> Vec<u8> {
+    let mut body = Vec::new();
+    while body.len() < max {
+        match response.chunk().await {
+            Ok(Some(chunk)) => body.extend_from_slice(&chunk[..chunk.len().min(max - body.len())]),
+            Ok(None) | Err(_) => break,
+        }
+    }
+    body
 }
 
 /// `Retry-After` in seconds or as an HTTP date.

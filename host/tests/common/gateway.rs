@@ -221,6 +221,8 @@ impl Gateway {
         let mut child = tokio::process::Command::new(pixgw_bin());
         child
             .args(["serve", "--listen", "127.0.0.1:0"])
+            // Tests that need a real key pass PIXGW_MASTER_KEY in `options.env`; it wins.
+            .arg("--insecure-dev-master-key")
             .arg("--plugin-dir")
             .arg(&plugin_dir)
             .arg("--compile-cache-dir")

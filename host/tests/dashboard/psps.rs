@@ -274,7 +274,7 @@ async fn form_errors_sit_next_to_their_field_and_keep_what_was_typed(backend: Ba
                 "pix-key": account["pix-key"], "certificate": broken}}),
         )
         .await;
-    assert_eq!(status, 400, "{api}");
+    assert_eq!(status, 422, "{api}");
     let detail = api["error"]["message"]
         .as_str()
         .unwrap()
@@ -514,7 +514,7 @@ async fn a_connection_is_reordered_changed_deactivated_and_removed(backend: Back
     let (status, e) = charge("efi").await;
     assert_eq!(
         (status, e["error"]["code"].as_str()),
-        (400, Some("provider_not_connected")),
+        (422, Some("provider_not_connected")),
         "{e}"
     );
     owner

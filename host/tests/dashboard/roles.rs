@@ -74,6 +74,13 @@ const ROUTES: &[(&str, &str, Option<Action>)] = &[
     ("GET", "/dashboard/adapters", Some(Action::ViewAdapters)),
     ("GET", "/dashboard/plan", Some(Action::ManagePlan)),
     ("POST", "/dashboard/plan", Some(Action::ManagePlan)),
+    ("GET", "/dashboard/settings/sso", Some(Action::ManageSso)),
+    ("POST", "/dashboard/settings/sso", Some(Action::ManageSso)),
+    (
+        "POST",
+        "/dashboard/settings/sso/remove",
+        Some(Action::ManageSso),
+    ),
 ];
 
 /// The navigation's links and the action that shows each.
@@ -89,6 +96,7 @@ const NAV: &[(&str, Action)] = &[
     ("href=\"/dashboard/audit\"", Action::ViewAudit),
     ("href=\"/dashboard/adapters\"", Action::ViewAdapters),
     ("href=\"/dashboard/plan\"", Action::ManagePlan),
+    ("href=\"/dashboard/settings/sso\"", Action::ManageSso),
 ];
 
 both_backends!(every_route_asks_the_policy);

@@ -537,7 +537,7 @@ async fn private_addresses_are_refused_unless_the_operator_allows_them(backend: 
     assert_eq!(refused.status, 422);
     let message = element_text(&refused.body, "endpoint-url-error");
     assert!(
-        message.starts_with("Events cannot be sent to this URL: 192.168.0.10 resolves to 192.168.0.10, a loopback or private address"),
+        message.starts_with("Events cannot be sent to this URL: 192.168.0.10 resolves to a loopback, private or reserved address"),
         "{message}"
     );
     assert_eq!(

@@ -25,12 +25,12 @@ const BB: CentralBankPsp = CentralBankPsp {
 
 struct Bb;
 
-impl Adapter for Bb {
-    fn manifest() -> Manifest {
+impl CentralBankAdapter for Bb {
+    fn describe() -> Manifest {
         Manifest {
             id: "bb",
             display_name: "Banco do Brasil",
-            kind: "bank (central-bank Pix API)",
+            kind: central_bank::KIND,
             credential_fields: vec![
                 CredentialField::text("client-id", "Client ID").help(
                     "BB's developer portal (developers.bb.com.br): your application's client_id.",
@@ -60,48 +60,12 @@ impl Adapter for Bb {
                 ),
             ],
             webhook_auth: WebhookAuth::UrlToken,
-            capabilities: Capabilities::CANCEL_CHARGE
-                | Capabilities::REGISTER_WEBHOOK
-                | Capabilities::CHECK_CREDENTIALS,
+            capabilities: central_bank::capabilities(),
         }
     }
 
-    fn create(host: &dyn Host, ctx: &Context, request: &ChargeRequest) -> Result<Charge, Error> {
-        BB.create(host, ctx, request)
-    }
-
-    fn query(
-        host: &dyn Host,
-        ctx: &Context,
-        reference: &str,
-        psp_id: Option<&str>,
-    ) -> Result<Charge, Error> {
-        BB.query(host, ctx, reference, psp_id)
-    }
-
-    fn parse_webhook(
-        _: &dyn Host,
-        _: &Context,
-        request: &WebhookRequest,
-    ) -> Result<Vec<PaymentEvent>, Error> {
-        central_bank::parse_webhook(request)
-    }
-
-    fn cancel(
-        host: &dyn Host,
-        ctx: &Context,
-        reference: &str,
-        psp_id: Option<&str>,
-    ) -> Result<Charge, Error> {
-        BB.cancel(host, ctx, reference, psp_id)
-    }
-
-    fn register_webhook(host: &dyn Host, ctx: &Context) -> Result<(), Error> {
-        BB.register_webhook(host, ctx)
-    }
-
-    fn check_credentials(host: &dyn Host, ctx: &Context) -> Result<(), Error> {
-        BB.check_credentials(host, ctx)
+    fn facts(_: &Context) -> &'static CentralBankPsp {
+        &BB
     }
 }
 

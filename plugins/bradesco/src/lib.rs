@@ -18,12 +18,12 @@ const BRADESCO: CentralBankPsp = CentralBankPsp {
 
 struct Bradesco;
 
-impl Adapter for Bradesco {
-    fn manifest() -> Manifest {
+impl CentralBankAdapter for Bradesco {
+    fn describe() -> Manifest {
         Manifest {
             id: "bradesco",
             display_name: "Bradesco",
-            kind: "bank (central-bank Pix API)",
+            kind: central_bank::KIND,
             credential_fields: vec![
                 CredentialField::text("client-id", "Client ID")
                     .help("Bradesco's developer portal: your application's Client ID."),
@@ -43,48 +43,12 @@ impl Adapter for Bradesco {
                 "https://qrpix.bradesco.com.br",
             )],
             webhook_auth: WebhookAuth::UrlToken,
-            capabilities: Capabilities::CANCEL_CHARGE
-                | Capabilities::REGISTER_WEBHOOK
-                | Capabilities::CHECK_CREDENTIALS,
+            capabilities: central_bank::capabilities(),
         }
     }
 
-    fn create(host: &dyn Host, ctx: &Context, request: &ChargeRequest) -> Result<Charge, Error> {
-        BRADESCO.create(host, ctx, request)
-    }
-
-    fn query(
-        host: &dyn Host,
-        ctx: &Context,
-        reference: &str,
-        psp_id: Option<&str>,
-    ) -> Result<Charge, Error> {
-        BRADESCO.query(host, ctx, reference, psp_id)
-    }
-
-    fn parse_webhook(
-        _: &dyn Host,
-        _: &Context,
-        request: &WebhookRequest,
-    ) -> Result<Vec<PaymentEvent>, Error> {
-        central_bank::parse_webhook(request)
-    }
-
-    fn cancel(
-        host: &dyn Host,
-        ctx: &Context,
-        reference: &str,
-        psp_id: Option<&str>,
-    ) -> Result<Charge, Error> {
-        BRADESCO.cancel(host, ctx, reference, psp_id)
-    }
-
-    fn register_webhook(host: &dyn Host, ctx: &Context) -> Result<(), Error> {
-        BRADESCO.register_webhook(host, ctx)
-    }
-
-    fn check_credentials(host: &dyn Host, ctx: &Context) -> Result<(), Error> {
-        BRADESCO.check_credentials(host, ctx)
+    fn facts(_: &Context) -> &'static CentralBankPsp {
+        &BRADESCO
     }
 }
 

@@ -3,7 +3,9 @@
 use pixgw_plugin_sdk::prelude::*;
 
 /// Efí's facts (sources in `README.md`): JSON token body with Basic auth, paths under `/v2`, mTLS everywhere,
-/// and a header that lets the webhook URL be served without mTLS.
+/// and a header that lets the webhook URL be served without mTLS. Efí's QR image
+/// (`GET /v2/loc/{id}/qrcode`) is not fetched: the host draws its own from the code, and a second
+/// call per charge would only add latency.
 const EFI: CentralBankPsp = CentralBankPsp {
     api_endpoint: "api",
     token_endpoint: "api",
@@ -20,12 +22,12 @@ const EFI: CentralBankPsp = CentralBankPsp {
 
 struct Efi;
 
-impl Adapter for Efi {
-    fn manifest() -> Manifest {
+impl CentralBankAdapter for Efi {
+    fn describe() -> Manifest {
         Manifest {
             id: "efi",
             display_name: "Efí Bank",
-            kind: "bank (central-bank Pix API)",
+            kind: central_bank::KIND,
             credential_fields: vec![
                 CredentialField::text("client-id", "Client ID")
                     .help("In Efí's dashboard: API > Applications > your application > Client_Id."),
@@ -45,50 +47,12 @@ impl Adapter for Efi {
                 "https://pix.api.efipay.com.br",
             )],
             webhook_auth: WebhookAuth::UrlToken,
-            capabilities: Capabilities::CANCEL_CHARGE
-                | Capabilities::REGISTER_WEBHOOK
-                | Capabilities::CHECK_CREDENTIALS,
+            capabilities: central_bank::capabilities(),
         }
     }
 
-    fn create(host: &dyn Host, ctx: &Context, request: &ChargeRequest) -> Result<Charge, Error> {
-        // Efí's QR image (`GET /v2/loc/{id}/qrcode`) is not fetched: the host draws its own
-        // from the code, and a second call per charge would only add latency.
-        EFI.create(host, ctx, request)
-    }
-
-    fn query(
-        host: &dyn Host,
-        ctx: &Context,
-        reference: &str,
-        psp_id: Option<&str>,
-    ) -> Result<Charge, Error> {
-        EFI.query(host, ctx, reference, psp_id)
-    }
-
-    fn parse_webhook(
-        _: &dyn Host,
-        _: &Context,
-        request: &WebhookRequest,
-    ) -> Result<Vec<PaymentEvent>, Error> {
-        central_bank::parse_webhook(request)
-    }
-
-    fn cancel(
-        host: &dyn Host,
-        ctx: &Context,
-        reference: &str,
-        psp_id: Option<&str>,
-    ) -> Result<Charge, Error> {
-        EFI.cancel(host, ctx, reference, psp_id)
-    }
-
-    fn register_webhook(host: &dyn Host, ctx: &Context) -> Result<(), Error> {
-        EFI.register_webhook(host, ctx)
-    }
-
-    fn check_credentials(host: &dyn Host, ctx: &Context) -> Result<(), Error> {
-        EFI.check_credentials(host, ctx)
+    fn facts(_: &Context) -> &'static CentralBankPsp {
+        &EFI
     }
 }
 
@@ -130,6 +94,6 @@ mod tests {
             "https://pix-h.api.efipay.com.br/v2/cob/abcdefghijklmnopqrstuvwxyz1"
         );
         assert!(host.sent().iter().all(|r| r.mtls));
-        assert_eq!(Efi::manifest().into_wit().wit_version, "1.0.0");
+        assert_eq!(<Efi as Adapter>::manifest().into_wit().wit_version, "1.0.0");
     }
 }

@@ -27,12 +27,12 @@ const INTER: CentralBankPsp = CentralBankPsp {
 
 struct Inter;
 
-impl Adapter for Inter {
-    fn manifest() -> Manifest {
+impl CentralBankAdapter for Inter {
+    fn describe() -> Manifest {
         Manifest {
             id: "inter",
             display_name: "Banco Inter",
-            kind: "bank (central-bank Pix API)",
+            kind: central_bank::KIND,
             credential_fields: vec![
                 CredentialField::text("client-id", "Client ID")
                     .help("Internet Banking PJ > Soluções para sua empresa > Nova Integração > Client ID."),
@@ -52,48 +52,12 @@ impl Adapter for Inter {
                 "https://cdpj.partners.bancointer.com.br",
             )],
             webhook_auth: WebhookAuth::UrlToken,
-            capabilities: Capabilities::CANCEL_CHARGE
-                | Capabilities::REGISTER_WEBHOOK
-                | Capabilities::CHECK_CREDENTIALS,
+            capabilities: central_bank::capabilities(),
         }
     }
 
-    fn create(host: &dyn Host, ctx: &Context, request: &ChargeRequest) -> Result<Charge, Error> {
-        INTER.create(host, ctx, request)
-    }
-
-    fn query(
-        host: &dyn Host,
-        ctx: &Context,
-        reference: &str,
-        psp_id: Option<&str>,
-    ) -> Result<Charge, Error> {
-        INTER.query(host, ctx, reference, psp_id)
-    }
-
-    fn parse_webhook(
-        _: &dyn Host,
-        _: &Context,
-        request: &WebhookRequest,
-    ) -> Result<Vec<PaymentEvent>, Error> {
-        central_bank::parse_webhook(request)
-    }
-
-    fn cancel(
-        host: &dyn Host,
-        ctx: &Context,
-        reference: &str,
-        psp_id: Option<&str>,
-    ) -> Result<Charge, Error> {
-        INTER.cancel(host, ctx, reference, psp_id)
-    }
-
-    fn register_webhook(host: &dyn Host, ctx: &Context) -> Result<(), Error> {
-        INTER.register_webhook(host, ctx)
-    }
-
-    fn check_credentials(host: &dyn Host, ctx: &Context) -> Result<(), Error> {
-        INTER.check_credentials(host, ctx)
+    fn facts(_: &Context) -> &'static CentralBankPsp {
+        &INTER
     }
 }
 

@@ -45,12 +45,12 @@ fn itau(ctx: &Context) -> &'static CentralBankPsp {
 
 struct Itau;
 
-impl Adapter for Itau {
-    fn manifest() -> Manifest {
+impl CentralBankAdapter for Itau {
+    fn describe() -> Manifest {
         Manifest {
             id: "itau",
             display_name: "Itaú",
-            kind: "bank (central-bank Pix API)",
+            kind: central_bank::KIND,
             credential_fields: vec![
                 CredentialField::text("client-id", "Client ID")
                     .help("Itaú's developer portal: your application's client_id."),
@@ -81,48 +81,12 @@ impl Adapter for Itau {
                 ),
             ],
             webhook_auth: WebhookAuth::UrlToken,
-            capabilities: Capabilities::CANCEL_CHARGE
-                | Capabilities::REGISTER_WEBHOOK
-                | Capabilities::CHECK_CREDENTIALS,
+            capabilities: central_bank::capabilities(),
         }
     }
 
-    fn create(host: &dyn Host, ctx: &Context, request: &ChargeRequest) -> Result<Charge, Error> {
-        itau(ctx).create(host, ctx, request)
-    }
-
-    fn query(
-        host: &dyn Host,
-        ctx: &Context,
-        reference: &str,
-        psp_id: Option<&str>,
-    ) -> Result<Charge, Error> {
-        itau(ctx).query(host, ctx, reference, psp_id)
-    }
-
-    fn parse_webhook(
-        _: &dyn Host,
-        _: &Context,
-        request: &WebhookRequest,
-    ) -> Result<Vec<PaymentEvent>, Error> {
-        central_bank::parse_webhook(request)
-    }
-
-    fn cancel(
-        host: &dyn Host,
-        ctx: &Context,
-        reference: &str,
-        psp_id: Option<&str>,
-    ) -> Result<Charge, Error> {
-        itau(ctx).cancel(host, ctx, reference, psp_id)
-    }
-
-    fn register_webhook(host: &dyn Host, ctx: &Context) -> Result<(), Error> {
-        itau(ctx).register_webhook(host, ctx)
-    }
-
-    fn check_credentials(host: &dyn Host, ctx: &Context) -> Result<(), Error> {
-        itau(ctx).check_credentials(host, ctx)
+    fn facts(ctx: &Context) -> &'static CentralBankPsp {
+        itau(ctx)
     }
 }
 
@@ -191,7 +155,7 @@ mod tests {
             )
         );
         assert!(sent.iter().all(|r| !r.mtls));
-        let manifest = Itau::manifest();
+        let manifest = <Itau as Adapter>::manifest();
         assert!(
             manifest
                 .credential_fields

@@ -213,9 +213,82 @@ impl Adapter for MercadoPago {
     }
 
     fn check_credentials(host: &dyn Host, ctx: &Context) -> Result<(), Error> {
+        // Asked afresh: a credential being saved is checked at Mercado Pago, never from cache.
+        account_environment(host, ctx, false)?;
         let url = format!("{}/v1/payments/search", ctx.endpoint("api")?);
         send(host, ctx, Op::Read, Request::get(url).query("limit", "1")).map(drop)
     }
+}
+
+/// How long the environment of a token's account is remembered: whose token it is never
+/// changes, so this only bounds the cache.
+const ACCOUNT_CHECK_TTL: u32 = 3600;
+
+/// Test and live share one host and one token format (test users' tokens start with `APP_USR-`
+/// too): only the account says which environment a token belongs to. The test environment takes
+/// a test user (`GET /users/me` lists the tag `test_user`) or a legacy `TEST-` sandbox
+/// token; the live environment takes a real account and never a `TEST-` token. Anything else is
+/// `bad-credentials` with a message saying which token to paste. With `cached`, an answer of
+/// the last hour for this very token is reused.
+fn account_environment(host: &dyn Host, ctx: &Context, cached: bool) -> Result<(), Error> {
+    let token = ctx.field("access-token")?;
+    let live = matches!(ctx.environment, Environment::Live);
+    let legacy_sandbox = token.starts_with("TEST-");
+    if legacy_sandbox {
+        return match live {
+            false => Ok(()),
+            true => Err(environment_mismatch(
+                "this is a TEST- sandbox access token, which cannot receive real payments: in \
+                 the live environment use the production access token of your Mercado Pago \
+                 account (Your integrations > Production credentials)",
+            )),
+        };
+    }
+    let digest = host.sha256(token.as_bytes());
+    let key = format!("account-environment:{}", hex(&digest[..8]));
+    let wanted = if live { "live" } else { "test" };
+    if cached && host.cache_get(&key).as_deref() == Some(wanted) {
+        return Ok(());
+    }
+    #[derive(Deserialize)]
+    struct User {
+        id: Value,
+        #[serde(default)]
+        tags: Vec<String>,
+    }
+    let url = format!("{}/users/me", ctx.endpoint("api")?);
+    let user: User = send(host, ctx, Op::Read, Request::get(url))?.decode(Op::Read)?;
+    let test_user = user.tags.iter().any(|t| t == "test_user");
+    match (live, test_user) {
+        (false, true) | (true, false) => {
+            host.cache_set(&key, wanted, ACCOUNT_CHECK_TTL);
+            Ok(())
+        }
+        (false, false) => Err(environment_mismatch(&format!(
+            "this access token belongs to the real Mercado Pago account {}, whose payments are \
+             real money: in the test environment use a test user's access token (Your \
+             integrations > Test accounts), or connect this token in the live environment",
+            user.id
+        ))),
+        (true, true) => Err(environment_mismatch(&format!(
+            "this access token belongs to the test user {}, which cannot receive real \
+             payments: in the live environment use the production access token of your \
+             Mercado Pago account, or connect this one in the test environment",
+            user.id
+        ))),
+    }
+}
+
+fn environment_mismatch(message: &str) -> Error {
+    Error::BadCredentials(PspError {
+        message: message.to_owned(),
+        code: Some("account_environment_mismatch".into()),
+        http_status: None,
+    })
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// `POST /v1/payments`; `now` (Unix seconds) decides a first attempt's `date_of_expiration`.
@@ -230,6 +303,9 @@ fn create_at(
         .email
         .as_deref()
         .ok_or_else(|| Error::rejected("Mercado Pago requires the payer's e-mail"))?;
+    // Also here, not only when the credential was saved (which may skip checks): a test charge
+    // must never be a real payment.
+    account_environment(host, ctx, true)?;
     let mut payer = json!({ "email": email });
     if let Some(name) = request.payer.name.as_deref().map(str::trim) {
         let (first, last) = name.split_once(' ').unwrap_or((name, ""));

@@ -11,6 +11,19 @@ fn ctx() -> Context {
         .with_webhook_url("https://gw.example/api/wh/cred-1")
 }
 
+/// A host that already knows `ctx()`'s token to be a test user's, as after the first create:
+/// the tests of the payment calls see only those calls.
+fn checked_host() -> FakeHost {
+    let host = FakeHost::new();
+    let digest = host.sha256(b"APP_USR-1-2-3");
+    host.cache_set(
+        &format!("account-environment:{}", hex(&digest[..8])),
+        "test",
+        3600,
+    );
+    host
+}
+
 fn request(email: Option<&str>) -> ChargeRequest {
     ChargeRequest {
         reference: REFERENCE.into(),
@@ -39,7 +52,7 @@ fn payment(status: &str, detail: &str) -> Value {
 
 #[test]
 fn create_posts_a_pix_payment_keyed_by_the_reference() {
-    let host = FakeHost::new();
+    let host = checked_host();
     host.reply(
         201,
         &payment("pending", "pending_waiting_transfer").to_string(),
@@ -88,7 +101,7 @@ fn create_posts_a_pix_payment_keyed_by_the_reference() {
 
 #[test]
 fn a_retried_create_sends_the_same_body_under_the_same_key() {
-    let host = FakeHost::new();
+    let host = checked_host();
     host.fail(pixgw_plugin_sdk::http::HttpError::NoAnswer("reset".into()))
         .reply(
             201,
@@ -113,7 +126,7 @@ fn a_retried_create_sends_the_same_body_under_the_same_key() {
 
 #[test]
 fn the_payer_email_is_required() {
-    let host = FakeHost::new();
+    let host = checked_host();
     let e = MercadoPago::create(&host, &ctx(), &request(None)).unwrap_err();
     assert_eq!(e.kind(), "rejected");
     assert!(host.sent().is_empty());
@@ -133,7 +146,7 @@ fn expiration_is_written_in_brasilia_time() {
 
 #[test]
 fn mercado_pago_errors_keep_the_message() {
-    let host = FakeHost::new();
+    let host = checked_host();
     host.reply(
         401,
         r#"{"message":"invalid access token","error":"unauthorized","status":401,"cause":[]}"#,
@@ -185,7 +198,7 @@ fn statuses() {
 
 #[test]
 fn query_by_reference_searches_and_reads_the_payment() {
-    let host = FakeHost::new();
+    let host = checked_host();
     host.reply(
         200,
         &json!({"paging": {"total": 1}, "results": [payment("approved", "accredited")]})
@@ -219,7 +232,7 @@ fn query_by_reference_searches_and_reads_the_payment() {
 
 #[test]
 fn cancel_puts_the_cancelled_status() {
-    let host = FakeHost::new();
+    let host = checked_host();
     host.reply(200, &payment("cancelled", "by_collector").to_string());
     let charge = MercadoPago::cancel(&host, &ctx(), REFERENCE, Some("1325000123")).unwrap();
     assert_eq!(charge.status, ChargeStatus::Canceled);
@@ -259,7 +272,7 @@ fn notification(host: &FakeHost, secret: &str, request_id: Option<&str>) -> Webh
 
 #[test]
 fn a_notification_is_verified_then_the_payment_is_queried() {
-    let host = FakeHost::new();
+    let host = checked_host();
     host.reply(200, &payment("approved", "accredited").to_string());
     let with_secret = ctx().with_field("webhook-secret", SECRET);
     let events = MercadoPago::parse_webhook(
@@ -293,7 +306,7 @@ fn a_notification_is_verified_then_the_payment_is_queried() {
 
 #[test]
 fn a_bad_signature_is_refused_before_any_query() {
-    let host = FakeHost::new();
+    let host = checked_host();
     let with_secret = ctx().with_field("webhook-secret", SECRET);
     let forged = notification(&host, "another-secret", Some("req-uuid"));
     let e = MercadoPago::parse_webhook(&host, &with_secret, &forged).unwrap_err();
@@ -310,7 +323,7 @@ fn a_bad_signature_is_refused_before_any_query() {
 fn an_unsigned_notification_is_confirmed_by_query_even_with_a_secret() {
     // A payment's own notification_url gets notifications without x-signature: with or
     // without a secret, the payment is read from Mercado Pago and that is the event.
-    let host = FakeHost::new();
+    let host = checked_host();
     let mut unsigned = notification(&host, SECRET, Some("req-uuid"));
     unsigned.headers.retain(|(n, _)| n != "x-signature");
     for ctx in [ctx().with_field("webhook-secret", SECRET), ctx()] {
@@ -345,4 +358,106 @@ fn an_unsigned_notification_is_confirmed_by_query_even_with_a_secret() {
             .unwrap()
             .is_empty()
     );
+}
+
+fn user(tags: &[&str]) -> String {
+    json!({"id": 123_456_789u64, "site_id": "MLB", "tags": tags}).to_string()
+}
+
+fn live_ctx(token: &str) -> Context {
+    Context::new(Environment::Live)
+        .with_field("access-token", token)
+        .with_endpoint("api", "https://api.mp.test")
+        .with_webhook_url("https://gw.example/api/wh/cred-1")
+}
+
+/// Test and live share one host and one token format: only `GET /users/me` tells a test user
+/// from a real account, and the wrong one is refused before anything is created.
+#[test]
+fn a_token_must_belong_to_an_account_of_its_environment() {
+    // Test environment, real account: refused, nothing created.
+    let host = FakeHost::new();
+    host.reply(200, &user(&["normal"]));
+    let e = MercadoPago::create(&host, &ctx(), &request(Some("ana@example.com"))).unwrap_err();
+    let Error::BadCredentials(psp) = &e else {
+        panic!("{e:?}")
+    };
+    assert_eq!(psp.code.as_deref(), Some("account_environment_mismatch"));
+    assert!(
+        psp.message
+            .starts_with("this access token belongs to the real Mercado Pago account 123456789"),
+        "{}",
+        psp.message
+    );
+    assert_eq!(host.sent().len(), 1);
+    assert_eq!(host.sent()[0].url, "https://api.mp.test/users/me");
+    // Saving it is refused the same way.
+    host.reply(200, &user(&["normal"]));
+    let e = MercadoPago::check_credentials(&host, &ctx()).unwrap_err();
+    assert!(matches!(e, Error::BadCredentials(_)), "{e:?}");
+    assert_eq!(host.sent().len(), 2, "nothing but /users/me was asked");
+
+    // Test environment, test user: accepted, remembered, so the next create asks no more.
+    let host = FakeHost::new();
+    host.reply(200, &user(&["normal", "test_user"]));
+    host.reply(
+        201,
+        &payment("pending", "pending_waiting_transfer").to_string(),
+    );
+    MercadoPago::create(&host, &ctx(), &request(Some("ana@example.com"))).unwrap();
+    host.reply(
+        201,
+        &payment("pending", "pending_waiting_transfer").to_string(),
+    );
+    MercadoPago::create(&host, &ctx(), &request(Some("ana@example.com"))).unwrap();
+    let urls: Vec<String> = host.sent().iter().map(|r| r.url.clone()).collect();
+    assert_eq!(
+        urls,
+        [
+            "https://api.mp.test/users/me",
+            "https://api.mp.test/v1/payments",
+            "https://api.mp.test/v1/payments"
+        ]
+    );
+
+    // Saving a credential always asks, cache or not.
+    host.reply(200, &user(&["normal", "test_user"]));
+    host.reply(200, r#"{"results": []}"#);
+    MercadoPago::check_credentials(&host, &ctx()).unwrap();
+    assert_eq!(host.sent()[3].url, "https://api.mp.test/users/me");
+
+    // Live environment, test user: refused.
+    let host = FakeHost::new();
+    host.reply(200, &user(&["normal", "test_user"]));
+    let e = MercadoPago::check_credentials(&host, &live_ctx("APP_USR-9-9-9")).unwrap_err();
+    let Error::BadCredentials(psp) = &e else {
+        panic!("{e:?}")
+    };
+    assert!(
+        psp.message
+            .starts_with("this access token belongs to the test user 123456789"),
+        "{}",
+        psp.message
+    );
+
+    // Live environment, real account: accepted.
+    host.reply(200, &user(&["normal"]));
+    host.reply(200, r#"{"results": []}"#);
+    MercadoPago::check_credentials(&host, &live_ctx("APP_USR-9-9-9")).unwrap();
+
+    // Legacy TEST- sandbox tokens: test only, decided without asking.
+    let host = FakeHost::new();
+    let e = MercadoPago::check_credentials(&host, &live_ctx("TEST-1-2-3")).unwrap_err();
+    assert!(matches!(e, Error::BadCredentials(_)), "{e:?}");
+    assert!(host.sent().is_empty());
+    let sandbox = Context::new(Environment::Test)
+        .with_field("access-token", "TEST-1-2-3")
+        .with_endpoint("api", "https://api.mp.test")
+        .with_webhook_url("https://gw.example/api/wh/cred-1");
+    host.reply(
+        201,
+        &payment("pending", "pending_waiting_transfer").to_string(),
+    );
+    MercadoPago::create(&host, &sandbox, &request(Some("ana@example.com"))).unwrap();
+    assert_eq!(host.sent().len(), 1);
 }

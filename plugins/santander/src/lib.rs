@@ -22,12 +22,12 @@ const SANTANDER: CentralBankPsp = CentralBankPsp {
 
 struct Santander;
 
-impl Adapter for Santander {
-    fn manifest() -> Manifest {
+impl CentralBankAdapter for Santander {
+    fn describe() -> Manifest {
         Manifest {
             id: "santander",
             display_name: "Santander",
-            kind: "bank (central-bank Pix API)",
+            kind: central_bank::KIND,
             credential_fields: vec![
                 CredentialField::text("client-id", "Client ID")
                     .help("Santander's developer portal: your application's Client ID."),
@@ -47,48 +47,12 @@ impl Adapter for Santander {
                 "https://trust-pix.santander.com.br",
             )],
             webhook_auth: WebhookAuth::UrlToken,
-            capabilities: Capabilities::CANCEL_CHARGE
-                | Capabilities::REGISTER_WEBHOOK
-                | Capabilities::CHECK_CREDENTIALS,
+            capabilities: central_bank::capabilities(),
         }
     }
 
-    fn create(host: &dyn Host, ctx: &Context, request: &ChargeRequest) -> Result<Charge, Error> {
-        SANTANDER.create(host, ctx, request)
-    }
-
-    fn query(
-        host: &dyn Host,
-        ctx: &Context,
-        reference: &str,
-        psp_id: Option<&str>,
-    ) -> Result<Charge, Error> {
-        SANTANDER.query(host, ctx, reference, psp_id)
-    }
-
-    fn parse_webhook(
-        _: &dyn Host,
-        _: &Context,
-        request: &WebhookRequest,
-    ) -> Result<Vec<PaymentEvent>, Error> {
-        central_bank::parse_webhook(request)
-    }
-
-    fn cancel(
-        host: &dyn Host,
-        ctx: &Context,
-        reference: &str,
-        psp_id: Option<&str>,
-    ) -> Result<Charge, Error> {
-        SANTANDER.cancel(host, ctx, reference, psp_id)
-    }
-
-    fn register_webhook(host: &dyn Host, ctx: &Context) -> Result<(), Error> {
-        SANTANDER.register_webhook(host, ctx)
-    }
-
-    fn check_credentials(host: &dyn Host, ctx: &Context) -> Result<(), Error> {
-        SANTANDER.check_credentials(host, ctx)
+    fn facts(_: &Context) -> &'static CentralBankPsp {
+        &SANTANDER
     }
 }
 

@@ -18,8 +18,8 @@ const SICREDI: CentralBankPsp = CentralBankPsp {
 
 struct Sicredi;
 
-impl Adapter for Sicredi {
-    fn manifest() -> Manifest {
+impl CentralBankAdapter for Sicredi {
+    fn describe() -> Manifest {
         Manifest {
             id: "sicredi",
             display_name: "Sicredi",
@@ -43,48 +43,12 @@ impl Adapter for Sicredi {
                 "https://api-pix.sicredi.com.br",
             )],
             webhook_auth: WebhookAuth::UrlToken,
-            capabilities: Capabilities::CANCEL_CHARGE
-                | Capabilities::REGISTER_WEBHOOK
-                | Capabilities::CHECK_CREDENTIALS,
+            capabilities: central_bank::capabilities(),
         }
     }
 
-    fn create(host: &dyn Host, ctx: &Context, request: &ChargeRequest) -> Result<Charge, Error> {
-        SICREDI.create(host, ctx, request)
-    }
-
-    fn query(
-        host: &dyn Host,
-        ctx: &Context,
-        reference: &str,
-        psp_id: Option<&str>,
-    ) -> Result<Charge, Error> {
-        SICREDI.query(host, ctx, reference, psp_id)
-    }
-
-    fn parse_webhook(
-        _: &dyn Host,
-        _: &Context,
-        request: &WebhookRequest,
-    ) -> Result<Vec<PaymentEvent>, Error> {
-        central_bank::parse_webhook(request)
-    }
-
-    fn cancel(
-        host: &dyn Host,
-        ctx: &Context,
-        reference: &str,
-        psp_id: Option<&str>,
-    ) -> Result<Charge, Error> {
-        SICREDI.cancel(host, ctx, reference, psp_id)
-    }
-
-    fn register_webhook(host: &dyn Host, ctx: &Context) -> Result<(), Error> {
-        SICREDI.register_webhook(host, ctx)
-    }
-
-    fn check_credentials(host: &dyn Host, ctx: &Context) -> Result<(), Error> {
-        SICREDI.check_credentials(host, ctx)
+    fn facts(_: &Context) -> &'static CentralBankPsp {
+        &SICREDI
     }
 }
 

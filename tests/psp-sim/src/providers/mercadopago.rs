@@ -6,6 +6,11 @@
 //!   (`external_reference`, `status`, `limit`, `offset`), `PUT /v1/payments/{id}`
 //!   `{"status":"cancelled"}`.
 //! - `Authorization: Bearer <access token>`; anything else is 401 `invalid access token`.
+//!   Two accounts share the one host, as at Mercado Pago: a **test user** (the test
+//!   environment's credentials; `GET /users/me` lists the tag `test_user`) and a **real seller**
+//!   (`live_credentials`; no such tag). Test and live differ only by whose token it is, so the
+//!   adapter must ask `GET /users/me`; each payment records which account made it (`psp_live` in
+//!   `/_sim/charges`).
 //! - Errors `{"message","error","status","cause":[{"code","description"}]}`.
 //! - On every status change (paid, expired, cancelled) a notification
 //!   `POST <url>?data.id=<id>&type=payment` with `{"action":"payment.updated","data":{"id"},…}`
@@ -124,6 +129,8 @@ struct MpPayment {
     centavos: u64,
     expires: OffsetDateTime,
     expired: bool,
+    /// Made with the real seller's token: real money, at the real Mercado Pago.
+    live: bool,
 }
 
 impl MpPayment {
@@ -145,7 +152,11 @@ struct Store {
 
 pub struct MercadoPago {
     common: Arc<Common>,
+    /// The test user's token (test environment).
     access_token: String,
+    /// The real seller's token (production).
+    live_access_token: String,
+    live_user_id: u64,
     webhook_secret: String,
     user_id: u64,
     client: reqwest::Client,
@@ -157,16 +168,24 @@ pub fn build(common: Arc<Common>) -> anyhow::Result<Arc<dyn Psp>> {
     use rand::Rng;
     let mut rng = rand::rng();
     let user_id: u64 = rng.random_range(100_000_000..1_000_000_000);
-    let access_token = format!(
-        "APP_USR-{}-{}-{}-{user_id}",
-        rng.random_range(1_000_000_000_000_000u64..10_000_000_000_000_000),
-        OffsetDateTime::now_utc()
-            .format(time::macros::format_description!("[month][day][hour]"))?,
-        random_hex(32),
-    );
+    let live_user_id: u64 = rng.random_range(100_000_000..1_000_000_000);
+    // Test users' tokens start with APP_USR- like real ones: the prefix tells nothing.
+    let token = |rng: &mut rand::rngs::ThreadRng, user: u64| -> anyhow::Result<String> {
+        Ok(format!(
+            "APP_USR-{}-{}-{}-{user}",
+            rng.random_range(1_000_000_000_000_000u64..10_000_000_000_000_000),
+            OffsetDateTime::now_utc()
+                .format(time::macros::format_description!("[month][day][hour]"))?,
+            random_hex(32),
+        ))
+    };
+    let access_token = token(&mut rng, user_id)?;
+    let live_access_token = token(&mut rng, live_user_id)?;
     Ok(Arc::new(MercadoPago {
         common,
         access_token,
+        live_access_token,
+        live_user_id,
         webhook_secret: random_hex(64),
         user_id,
         client: crate::delivery::client(),
@@ -365,7 +384,8 @@ fn parse_payment(body: &Map<String, Value>) -> Result<NewPayment, MpError> {
 }
 
 impl MercadoPago {
-    fn authorize(&self, headers: &HeaderMap) -> Result<(), MpError> {
+    /// Whose token the request carries: `Ok(true)` for the real seller.
+    fn authorize(&self, headers: &HeaderMap) -> Result<bool, MpError> {
         let token = headers
             .get(http::header::AUTHORIZATION)
             .and_then(|v| v.to_str().ok())
@@ -373,13 +393,16 @@ impl MercadoPago {
             .map(str::trim)
             .filter(|t| !t.is_empty())
             .ok_or_else(|| MpError::unauthorized("Must provide your access_token to proceed"))?;
-        if token != self.access_token {
-            return Err(MpError::unauthorized("invalid access token"));
+        if token == self.access_token {
+            Ok(false)
+        } else if token == self.live_access_token {
+            Ok(true)
+        } else {
+            Err(MpError::unauthorized("invalid access token"))
         }
-        Ok(())
     }
 
-    fn create(&self, new: NewPayment) -> (u64, Value) {
+    fn create(&self, new: NewPayment, live: bool) -> (u64, Value) {
         let id = self
             .next_id
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -446,6 +469,7 @@ impl MercadoPago {
             centavos: new.centavos,
             expires: new.expires,
             expired: false,
+            live,
         });
         (id, json)
     }
@@ -532,6 +556,7 @@ impl MercadoPago {
             "status": p.status(),
             "expired": p.expired,
             "psp": p.json,
+            "psp_live": p.live,
         })
     }
 
@@ -575,7 +600,7 @@ async fn create_payment(
     body: Bytes,
 ) -> Response {
     let result = (|| -> Result<(Value, bool), MpError> {
-        mp.authorize(&headers)?;
+        let live = mp.authorize(&headers)?;
         let key = headers
             .get("x-idempotency-key")
             .and_then(|v| v.to_str().ok())
@@ -608,7 +633,7 @@ async fn create_payment(
             }
         }
         let new = parse_payment(&object)?;
-        let (id, json) = mp.create(new);
+        let (id, json) = mp.create(new, live);
         mp.store
             .lock()
             .idempotency
@@ -742,6 +767,35 @@ async fn update_payment(
     }
 }
 
+/// `GET /users/me`: the account the token belongs to. Test users carry the tag `test_user`
+/// (and a `test_user_…@testuser.com` e-mail); real sellers do not.
+async fn users_me(State(mp): Mp, headers: HeaderMap) -> Response {
+    let live = match mp.authorize(&headers) {
+        Ok(live) => live,
+        Err(err) => return err.into_response(),
+    };
+    let (id, tags) = if live {
+        (mp.live_user_id, json!(["normal"]))
+    } else {
+        (mp.user_id, json!(["normal", "test_user"]))
+    };
+    let email = if live {
+        format!("loja{id}@example.com.br")
+    } else {
+        format!("test_user_{id}@testuser.com")
+    };
+    axum::Json(json!({
+        "id": id,
+        "nickname": if live { format!("LOJA{id}") } else { format!("TESTUSER{id}") },
+        "email": email,
+        "site_id": "MLB",
+        "country_id": "BR",
+        "tags": tags,
+        "status": {"site_status": "active"},
+    }))
+    .into_response()
+}
+
 async fn not_found() -> Response {
     MpError {
         status: StatusCode::NOT_FOUND,
@@ -760,11 +814,19 @@ impl Psp for MercadoPago {
         ])
     }
 
+    fn live_credentials(&self) -> Option<BTreeMap<String, String>> {
+        Some(BTreeMap::from([(
+            "access-token".to_string(),
+            self.live_access_token.clone(),
+        )]))
+    }
+
     fn endpoints(self: Arc<Self>) -> Vec<EndpointSpec> {
         let router = Router::new()
             .route("/v1/payments", axum::routing::post(create_payment))
             .route("/v1/payments/search", get(search_payments))
             .route("/v1/payments/{id}", get(get_payment).put(update_payment))
+            .route("/users/me", get(users_me))
             .fallback(not_found)
             .with_state(self);
         vec![EndpointSpec {
