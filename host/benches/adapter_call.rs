@@ -1,26 +1,32 @@
-//! One adapter call through the runtime: new store, instantiate, call.
+//! The plugin runtime's own costs, side by side.
 //!
-//! - `adapter_call/no_io`: the test adapter's `create-charge` that does no I/O — the runtime's
-//!   own cost per call.
+//! - `adapter_call/no_io`: bare host overhead — a fresh store, instantiate, and the test
+//!   adapter's trivial `create-charge` (no I/O, no host imports): the runtime's cost per call.
 //! - `adapter_call/efi_create_charge`: the efi adapter's full create against an in-process HTTP
-//!   responder (token cached; `PUT /v2/cob/{txid}` and `GET /v2/loc/{id}/qrcode`).
-//! - `adapter_call/http_only`: the same two exchanges sent straight with reqwest, so the
-//!   difference to the previous line is the runtime's overhead excluding the HTTP exchange.
+//!   responder (token cached; `PUT /v2/cob/{txid}`).
+//! - `adapter_call/http_only`: the same exchange sent straight with reqwest, so the difference to
+//!   the previous line is the runtime's overhead excluding the HTTP exchange.
+//! - `startup/cached_13`: a gateway start's runtime part with the thirteen adapters whose
+//!   compiled artifacts are cached (engine, linker, load and validate each one).
+//! - `swap/new_efi_version`: loading an efi file never seen before (compile, validate, swap):
+//!   the bulk of a hot swap's latency.
+//! - printed once before those: the first start of the thirteen with an empty compile cache.
 //!
-//! Run with `cargo xtask bench` (builds the adapters first).
+//! Run with `cargo xtask bench` (builds the adapters first), or
+//! `cargo bench -p pixgw --bench adapter_call` once `cargo xtask plugins` has run.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use axum::Router;
-use axum::routing::{get, post, put};
+use axum::routing::{post, put};
 use criterion::{Criterion, criterion_group, criterion_main};
 use pixgw::runtime::{
     ChargeRequest, Credential, EndpointOverride, Environment, Payer, Runtime, RuntimeConfig,
 };
 
 const COB: &str = r#"{"calendario":{"criacao":"2026-11-22T12:00:00Z","expiracao":3600},"txid":"TXID","revisao":0,"loc":{"id":7,"location":"pix.example/qr/v2/7","tipoCob":"cob"},"location":"pix.example/qr/v2/7","status":"ATIVA","valor":{"original":"12.34"},"chave":"key","pixCopiaECola":"00020126580014br.gov.bcb.pix0136123e4567-e12b-12d1-a456-4266554400005204000053039865802BR5913Fulano de Tal6008BRASILIA62070503***63041D3D"}"#;
-const QR: &str = r#"{"qrcode":"000201","imagemQrcode":"data:image/png;base64,iVBORw0KGgo="}"#;
 const TOKEN: &str =
     r#"{"access_token":"t","token_type":"Bearer","expires_in":3600,"scope":"cob.write"}"#;
 
@@ -31,8 +37,7 @@ async fn responder() -> String {
         .route(
             "/v2/cob/{txid}",
             put(move || async move { (axum::http::StatusCode::CREATED, json(COB)) }),
-        )
-        .route("/v2/loc/{id}/qrcode", get(move || async move { json(QR) }));
+        );
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
     tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
@@ -51,6 +56,105 @@ fn request(n: u64) -> ChargeRequest {
         },
         expires_in: 3600,
     }
+}
+
+/// The same component with a custom section appended: identical behaviour, another hash, so
+/// the compile cache cannot answer for it.
+fn new_version_of(wasm: &[u8], marker: u64) -> Vec<u8> {
+    fn leb(mut n: usize, out: &mut Vec<u8>) {
+        loop {
+            let byte = (n & 0x7f) as u8;
+            n >>= 7;
+            out.push(if n == 0 { byte } else { byte | 0x80 });
+            if n == 0 {
+                break;
+            }
+        }
+    }
+    let name = b"pixgw-bench-version";
+    let mut payload = Vec::new();
+    leb(name.len(), &mut payload);
+    payload.extend_from_slice(name);
+    payload.extend_from_slice(&marker.to_le_bytes());
+    let mut out = wasm.to_vec();
+    out.push(0);
+    leb(payload.len(), &mut out);
+    out.extend_from_slice(&payload);
+    out
+}
+
+/// A plugin directory with all thirteen built adapters.
+fn all_adapters(target: &Path) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let mut count = 0;
+    for entry in std::fs::read_dir(target.join("plugins")).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "wasm") {
+            std::fs::copy(&path, dir.path().join(path.file_name().unwrap())).unwrap();
+            count += 1;
+        }
+    }
+    assert_eq!(
+        count, 13,
+        "expected the 13 built adapters in target/plugins"
+    );
+    dir
+}
+
+/// One start of the runtime over `plugins`: engine, linker, every adapter loaded.
+async fn start(plugins: &Path, cache: &Path) -> Arc<Runtime> {
+    let runtime = Runtime::new(RuntimeConfig {
+        plugin_dir: plugins.to_owned(),
+        compile_cache_dir: Some(cache.to_owned()),
+        ..Default::default()
+    })
+    .unwrap();
+    for loaded in runtime.load_all().await {
+        loaded.unwrap();
+    }
+    runtime
+}
+
+fn startup(c: &mut Criterion, tokio: &tokio::runtime::Runtime, target: &Path) {
+    let plugins = all_adapters(target);
+    let cache = tempfile::tempdir().unwrap();
+    // Once: criterion's ten samples of Cranelift on thirteen adapters would take minutes.
+    let started = Instant::now();
+    drop(tokio.block_on(start(plugins.path(), cache.path())));
+    println!(
+        "startup/first_13 (empty compile cache): {:.3} s",
+        started.elapsed().as_secs_f64()
+    );
+
+    let mut group = c.benchmark_group("startup");
+    group.sample_size(10);
+    group.bench_function("cached_13", |b| {
+        b.to_async(tokio)
+            .iter(|| async { start(plugins.path(), cache.path()).await })
+    });
+    group.finish();
+
+    let efi = std::fs::read(target.join("plugins/efi.wasm")).unwrap();
+    let swap_dir = tempfile::tempdir().unwrap();
+    let runtime = tokio.block_on(start(swap_dir.path(), cache.path()));
+    let file: PathBuf = swap_dir.path().join("efi.wasm");
+    let mut version = 0;
+    let mut group = c.benchmark_group("swap");
+    group.sample_size(10);
+    group.bench_function("new_efi_version", |b| {
+        b.iter_custom(|iters| {
+            let mut spent = Duration::ZERO;
+            for _ in 0..iters {
+                version += 1;
+                std::fs::write(&file, new_version_of(&efi, version)).unwrap();
+                let started = Instant::now();
+                tokio.block_on(runtime.load_file(&file)).unwrap();
+                spent += started.elapsed();
+            }
+            spent
+        })
+    });
+    group.finish();
 }
 
 fn bench(c: &mut Criterion) {
@@ -139,13 +243,13 @@ fn bench(c: &mut Criterion) {
             let (client, url, txid) = (&client, &url, request(n).reference);
             async move {
                 let put = client.put(format!("{url}/v2/cob/{txid}")).bearer_auth("t").body(r#"{"calendario":{"expiracao":3600},"valor":{"original":"12.34"},"chave":"key"}"#).send().await.unwrap();
-                put.bytes().await.unwrap();
-                let qr = client.get(format!("{url}/v2/loc/7/qrcode")).bearer_auth("t").send().await.unwrap();
-                qr.bytes().await.unwrap()
+                put.bytes().await.unwrap()
             }
         })
     });
     group.finish();
+
+    startup(c, &tokio, &target);
 }
 
 criterion_group!(benches, bench);

@@ -8,28 +8,8 @@ use crate::runtime::Runtime;
 use crate::store::Store;
 use crate::vault::Vault;
 
-/// Settings the API and the background tasks need beyond the runtime's.
-#[derive(Debug, Clone)]
-pub struct AppConfig {
-    /// Public base URL of this gateway, without a trailing slash: webhook URLs start with it.
-    pub base_url: String,
-    pub delivery: crate::webhooks::outbound::DeliveryConfig,
-    /// Requests per API key and second (0: no limit).
-    pub rate_limit: u32,
-    /// Charges created from public payment links per client address and minute (0: no limit).
-    pub checkout_rate_limit: u32,
-    /// Failed API-key authentications per client address and minute before its requests get
-    /// 429 (0: no limit).
-    pub auth_failure_limit: u32,
-    pub breaker: crate::routing::BreakerConfig,
-    pub reconciler: crate::reconciler::ReconcilerConfig,
-    /// Charge creation (idempotency locks).
-    pub charges: crate::charges::ChargesConfig,
-    /// Dashboard sessions.
-    pub sessions: crate::accounts::SessionConfig,
-    /// Where sale evidence photos are kept.
-    pub evidence: crate::evidence::PhotoStore,
-}
+/// Where it always was; defined with the other settings.
+pub use crate::config::AppConfig;
 
 pub struct App {
     pub store: Store,
@@ -63,7 +43,7 @@ impl App {
             metrics: crate::metrics::install(),
             key_uses: Default::default(),
             outbox: Default::default(),
-            live: Default::default(),
+            live: crate::live::LiveUpdates::new(config.live_streams_per_merchant),
             rate_limiter: crate::rate_limit::RateLimiter::new(config.rate_limit),
             checkout_limiter: crate::rate_limit::RateLimiter::per_minute(
                 config.checkout_rate_limit,

@@ -1,6 +1,63 @@
-//! Operator settings parsed at the edge: flags and `PIXGW_*` variables become typed values here.
+//! Operator settings, in one place: [`AppConfig`] (what the API and the background tasks need),
+//! the settings of each part it holds (defined beside the part when only that part reads them,
+//! re-exported here), and the parsers that turn flags and `PIXGW_*` variables into typed values.
+//! `main.rs` builds them once, at start, from its flags; tests build them from the defaults.
 
-use crate::runtime::{EndpointOverride, Environment};
+use std::time::Duration;
+
+pub use crate::accounts::SessionConfig;
+pub use crate::charges::ChargesConfig;
+pub use crate::reconciler::ReconcilerConfig;
+pub use crate::runtime::{AdmissionConfig, EndpointOverride, Limits, RuntimeConfig};
+pub use crate::webhooks::destination::DestinationPolicy;
+pub use crate::webhooks::outbound::DeliveryConfig;
+
+use crate::runtime::Environment;
+
+/// Settings the API and the background tasks need beyond the runtime's ([`RuntimeConfig`]).
+#[derive(Debug, Clone)]
+pub struct AppConfig {
+    /// Public base URL of this gateway, without a trailing slash: webhook URLs start with it.
+    pub base_url: String,
+    pub delivery: DeliveryConfig,
+    /// Requests per API key and second (0: no limit).
+    pub rate_limit: u32,
+    /// Charges created from public payment links per client address and minute (0: no limit).
+    pub checkout_rate_limit: u32,
+    /// Failed API-key authentications per client address and minute before its requests get
+    /// 429 (0: no limit).
+    pub auth_failure_limit: u32,
+    pub breaker: BreakerConfig,
+    pub reconciler: ReconcilerConfig,
+    /// Charge creation (idempotency locks).
+    pub charges: ChargesConfig,
+    /// Dashboard sessions.
+    pub sessions: SessionConfig,
+    /// Live charge streams (dashboard screens, the API's event streams) a merchant may hold
+    /// open on one gateway at once; more get 429.
+    pub live_streams_per_merchant: usize,
+    /// Where sale evidence photos are kept (opened at start: it is the one setting that is a
+    /// connection, not a value).
+    pub evidence: crate::evidence::PhotoStore,
+}
+
+/// The router's circuit breaker ([`crate::routing::Breaker`]).
+#[derive(Debug, Clone)]
+pub struct BreakerConfig {
+    /// Consecutive `unavailable` answers that open a credential's circuit.
+    pub threshold: u32,
+    /// How long an open circuit skips the credential.
+    pub cooldown: Duration,
+}
+
+impl Default for BreakerConfig {
+    fn default() -> Self {
+        BreakerConfig {
+            threshold: 5,
+            cooldown: Duration::from_secs(30),
+        }
+    }
+}
 
 /// Parses `provider.endpoint[.test|.live]=url`, comma-separated, e.g.
 /// `efi.api=https://localhost:8443,bb.oauth.test=https://localhost:8444`.

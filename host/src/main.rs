@@ -6,9 +6,10 @@ use std::time::Duration;
 
 use clap::{Parser, Subcommand};
 use pixgw::api_keys;
+use pixgw::config;
 use pixgw::domain::Environment;
 use pixgw::plans::PlanId;
-use pixgw::runtime::{Runtime, RuntimeConfig};
+use pixgw::runtime::Runtime;
 use pixgw::store::Store;
 use pixgw::vault::Vault;
 
@@ -167,14 +168,14 @@ struct ServeArgs {
     #[arg(long, env = "PIXGW_ALLOW_PRIVATE_WEBHOOK_URLS")]
     allow_private_webhook_urls: bool,
     /// Delays between webhook delivery attempts (the default: 10 attempts over 75 hours).
-    #[arg(long, env = "PIXGW_WEBHOOK_RETRY_DELAYS", default_value = "1m,5m,30m,2h,5h,10h,14h,20h,24h", value_parser = pixgw::config::parse_durations)]
+    #[arg(long, env = "PIXGW_WEBHOOK_RETRY_DELAYS", default_value = "1m,5m,30m,2h,5h,10h,14h,20h,24h", value_parser = config::parse_durations)]
     webhook_retry_delays: std::vec::Vec<std::time::Duration>,
     /// How long one webhook delivery attempt may take, answer included.
-    #[arg(long, env = "PIXGW_WEBHOOK_TIMEOUT", default_value = "15s", value_parser = pixgw::config::parse_duration)]
+    #[arg(long, env = "PIXGW_WEBHOOK_TIMEOUT", default_value = "15s", value_parser = config::parse_duration)]
     webhook_timeout: std::time::Duration,
     /// Lease of a delivery in flight, renewed while the attempt runs: after a crash, another
     /// (or the restarted) gateway delivers within this long.
-    #[arg(long, env = "PIXGW_WEBHOOK_LEASE", default_value = "10s", value_parser = pixgw::config::parse_lease)]
+    #[arg(long, env = "PIXGW_WEBHOOK_LEASE", default_value = "10s", value_parser = config::parse_lease)]
     webhook_lease: std::time::Duration,
     /// Webhook attempts this gateway runs at once (at most 4 to one endpoint).
     #[arg(long, env = "PIXGW_WEBHOOK_CONCURRENCY", default_value_t = 32)]
@@ -182,11 +183,14 @@ struct ServeArgs {
     /// Webhook endpoints a merchant may have per environment when its plan sets no limit.
     #[arg(long, env = "PIXGW_MAX_WEBHOOK_ENDPOINTS", default_value_t = 50)]
     max_webhook_endpoints: u64,
+    /// Live charge streams a merchant may hold open on this gateway at once (more get 429).
+    #[arg(long, env = "PIXGW_MAX_LIVE_STREAMS", default_value_t = pixgw::live::DEFAULT_STREAMS_PER_MERCHANT)]
+    max_live_streams: usize,
     /// When the reconciler asks PSPs about a charge after its creation; the last delay repeats.
-    #[arg(long, env = "PIXGW_RECONCILE_SCHEDULE", default_value = "10s,30s,1m,2m,5m,10m,15m", value_parser = pixgw::config::parse_durations)]
+    #[arg(long, env = "PIXGW_RECONCILE_SCHEDULE", default_value = "10s,30s,1m,2m,5m,10m,15m", value_parser = config::parse_durations)]
     reconcile_schedule: std::vec::Vec<std::time::Duration>,
     /// Time after a charge's expiry before an unpaid charge is declared expired.
-    #[arg(long, env = "PIXGW_RECONCILE_GRACE", default_value = "5m", value_parser = pixgw::config::parse_duration)]
+    #[arg(long, env = "PIXGW_RECONCILE_GRACE", default_value = "5m", value_parser = config::parse_duration)]
     reconcile_grace: std::time::Duration,
     /// Requests per API key and second, with bursts of twice as many (0: no limit).
     #[arg(long, env = "PIXGW_RATE_LIMIT", default_value_t = 100)]
@@ -207,21 +211,21 @@ struct ServeArgs {
     insecure_dev_master_key: bool,
     /// After this long, a charge whose create's outcome stayed unknown is settled: canceled at
     /// the PSP if it turned up there, forgotten if not.
-    #[arg(long, env = "PIXGW_ORPHAN_AGE", default_value = "10m", value_parser = pixgw::config::parse_duration)]
+    #[arg(long, env = "PIXGW_ORPHAN_AGE", default_value = "10m", value_parser = config::parse_duration)]
     orphan_age: std::time::Duration,
     /// How long the reconciler holds a charge without renewing its lease (renewed while the
     /// check runs): after a crash, other gateways or this one restarted take it up this soon.
-    #[arg(long, env = "PIXGW_RECONCILE_LEASE", default_value = "15s", value_parser = pixgw::config::parse_duration)]
+    #[arg(long, env = "PIXGW_RECONCILE_LEASE", default_value = "15s", value_parser = config::parse_duration)]
     reconcile_lease: std::time::Duration,
     /// Charges the reconciler checks at once.
     #[arg(long, env = "PIXGW_RECONCILE_CONCURRENCY", default_value_t = 16)]
     reconcile_concurrency: usize,
     /// The longest one reconciler check may take; then it is retried later.
-    #[arg(long, env = "PIXGW_RECONCILE_TIMEOUT", default_value = "2m", value_parser = pixgw::config::parse_duration)]
+    #[arg(long, env = "PIXGW_RECONCILE_TIMEOUT", default_value = "2m", value_parser = config::parse_duration)]
     reconcile_timeout: std::time::Duration,
     /// How long a charge request's Idempotency-Key lock lasts unrenewed (the request renews it
     /// while it runs): after a crash, a retry with the key resumes after this long.
-    #[arg(long, env = "PIXGW_IDEMPOTENCY_LOCK", default_value = "30s", value_parser = pixgw::config::parse_duration)]
+    #[arg(long, env = "PIXGW_IDEMPOTENCY_LOCK", default_value = "30s", value_parser = config::parse_duration)]
     idempotency_lock: std::time::Duration,
     /// Adapter calls running at once across all PSPs (the instance pool's size).
     #[arg(long, env = "PIXGW_MAX_ADAPTER_CALLS", default_value_t = 256)]
@@ -230,26 +234,26 @@ struct ServeArgs {
     #[arg(long, env = "PIXGW_MAX_ADAPTER_CALLS_PER_PSP", default_value_t = 64)]
     max_adapter_calls_per_psp: u32,
     /// How long a call waits for a free slot before the request is answered 503 `gateway_busy`.
-    #[arg(long, env = "PIXGW_ADAPTER_QUEUE_TIMEOUT", default_value = "5s", value_parser = pixgw::config::parse_duration)]
+    #[arg(long, env = "PIXGW_ADAPTER_QUEUE_TIMEOUT", default_value = "5s", value_parser = config::parse_duration)]
     adapter_queue_timeout: std::time::Duration,
     /// Consecutive `unavailable` answers after which the router skips a PSP credential.
     #[arg(long, env = "PIXGW_BREAKER_THRESHOLD", default_value_t = 5)]
     breaker_threshold: u32,
     /// How long the router skips a credential whose circuit opened.
-    #[arg(long, env = "PIXGW_BREAKER_COOLDOWN", default_value = "30s", value_parser = pixgw::config::parse_duration)]
+    #[arg(long, env = "PIXGW_BREAKER_COOLDOWN", default_value = "30s", value_parser = config::parse_duration)]
     breaker_cooldown: std::time::Duration,
     /// How often the background workers look for work that other gateways queued.
-    #[arg(long, env = "PIXGW_WORKER_POLL", default_value = "1s", value_parser = pixgw::config::parse_duration)]
+    #[arg(long, env = "PIXGW_WORKER_POLL", default_value = "1s", value_parser = config::parse_duration)]
     worker_poll: std::time::Duration,
     /// `provider.endpoint[.test|.live]=url`, comma-separated: reach a PSP through a proxy or a
     /// simulator.
     #[arg(long, env = "PIXGW_ENDPOINT_OVERRIDES", default_value = "")]
     endpoint_overrides: String,
     /// A dashboard session without a request for this long ends.
-    #[arg(long, env = "PIXGW_SESSION_IDLE_TIMEOUT", default_value = "2h", value_parser = pixgw::config::parse_duration)]
+    #[arg(long, env = "PIXGW_SESSION_IDLE_TIMEOUT", default_value = "2h", value_parser = config::parse_duration)]
     session_idle_timeout: std::time::Duration,
     /// A dashboard session ends this long after sign-in, however active.
-    #[arg(long, env = "PIXGW_SESSION_MAX_AGE", default_value = "12h", value_parser = pixgw::config::parse_duration)]
+    #[arg(long, env = "PIXGW_SESSION_MAX_AGE", default_value = "12h", value_parser = config::parse_duration)]
     session_max_age: std::time::Duration,
     /// Where sale evidence photos are kept: a directory (default `<data dir>/evidence`) or
     /// `s3://bucket[/prefix]`, connected by the `AWS_*` variables (`AWS_ENDPOINT` for other
@@ -557,7 +561,7 @@ async fn plugins(command: PluginsCommand) -> anyhow::Result<()> {
             match sdk {
                 Some(sdk) => println!("  the SDK: {}", sdk.display()),
                 None => println!(
-                    "  the SDK: pixgw-plugin-sdk 0.1 from crates.io (--sdk <dir> for a checkout's)"
+                    "  the SDK: pixgw-plugin-sdk 2 from crates.io (--sdk <dir> for a checkout's)"
                 ),
             }
             println!(
@@ -596,6 +600,82 @@ async fn plugins(command: PluginsCommand) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// The runtime's settings from the flags (reads the trusted CA files).
+fn runtime_config(args: &ServeArgs) -> anyhow::Result<config::RuntimeConfig> {
+    let mut trusted_ca_pem = Vec::new();
+    for path in &args.trusted_ca {
+        let pem = std::fs::read_to_string(path)
+            .map_err(|e| anyhow::anyhow!("cannot read trusted CA file {}: {e}", path.display()))?;
+        trusted_ca_pem.push(pem);
+    }
+    Ok(config::RuntimeConfig {
+        plugin_dir: args.plugin_dir.clone(),
+        compile_cache_dir: Some(args.compile_cache_dir.clone()),
+        trusted_ca_pem,
+        endpoint_overrides: config::parse_endpoint_overrides(&args.endpoint_overrides)
+            .map_err(anyhow::Error::msg)?,
+        limits: config::Limits {
+            max_concurrent_calls: args.max_adapter_calls.max(1),
+            ..Default::default()
+        },
+        admission: config::AdmissionConfig {
+            per_psp: args.max_adapter_calls_per_psp.max(1),
+            queue_timeout: args.adapter_queue_timeout,
+        },
+        ..Default::default()
+    })
+}
+
+/// The gateway's settings from the flags, once the listener's address fixed `base_url` and the
+/// evidence store is open.
+fn app_config(
+    args: ServeArgs,
+    base_url: String,
+    evidence: pixgw::evidence::PhotoStore,
+) -> config::AppConfig {
+    config::AppConfig {
+        rate_limit: args.rate_limit,
+        checkout_rate_limit: args.checkout_rate_limit,
+        auth_failure_limit: args.auth_failure_limit,
+        breaker: config::BreakerConfig {
+            threshold: args.breaker_threshold.max(1),
+            cooldown: args.breaker_cooldown,
+        },
+        delivery: config::DeliveryConfig {
+            retry_delays: args.webhook_retry_delays,
+            timeout: args.webhook_timeout,
+            lease: args.webhook_lease,
+            concurrency: args.webhook_concurrency.max(1),
+            max_endpoints: args.max_webhook_endpoints,
+            poll_interval: args.worker_poll,
+            destinations: config::DestinationPolicy {
+                allow_private: args.allow_private_webhook_urls,
+            },
+            ..Default::default()
+        },
+        reconciler: config::ReconcilerConfig {
+            schedule: args.reconcile_schedule,
+            grace: args.reconcile_grace,
+            poll_interval: args.worker_poll,
+            orphan_age: args.orphan_age,
+            lease: args.reconcile_lease,
+            concurrency: args.reconcile_concurrency.max(1),
+            item_timeout: args.reconcile_timeout,
+        },
+        charges: config::ChargesConfig {
+            idempotency_lock: args.idempotency_lock,
+        },
+        sessions: config::SessionConfig {
+            idle: args.session_idle_timeout,
+            absolute: args.session_max_age,
+            secure_cookies: base_url.starts_with("https://"),
+        },
+        live_streams_per_merchant: args.max_live_streams.max(1),
+        base_url,
+        evidence,
+    }
+}
+
 async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     // Before anything else: a production gateway that quietly generated its own key would seal
     // merchants' secrets under a file nobody backs up.
@@ -609,29 +689,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         pixgw::vault::MASTER_KEY_ENV,
         args.db.data_dir.join(pixgw::vault::DEV_KEY_FILE).display()
     );
-    let mut trusted_ca_pem = Vec::new();
-    for path in &args.trusted_ca {
-        let pem = std::fs::read_to_string(path)
-            .map_err(|e| anyhow::anyhow!("cannot read trusted CA file {}: {e}", path.display()))?;
-        trusted_ca_pem.push(pem);
-    }
-    let config = RuntimeConfig {
-        plugin_dir: args.plugin_dir,
-        compile_cache_dir: Some(args.compile_cache_dir),
-        trusted_ca_pem,
-        endpoint_overrides: pixgw::config::parse_endpoint_overrides(&args.endpoint_overrides)
-            .map_err(anyhow::Error::msg)?,
-        limits: pixgw::runtime::Limits {
-            max_concurrent_calls: args.max_adapter_calls.max(1),
-            ..Default::default()
-        },
-        admission: pixgw::runtime::AdmissionConfig {
-            per_psp: args.max_adapter_calls_per_psp.max(1),
-            queue_timeout: args.adapter_queue_timeout,
-        },
-        ..Default::default()
-    };
-    let runtime = Runtime::new(config)?;
+    let runtime = Runtime::new(runtime_config(&args)?)?;
     for result in runtime.load_all().await {
         if let Err(e) = result {
             tracing::error!(error = %e, "adapter not loaded");
@@ -650,49 +708,12 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let addr = listener.local_addr()?;
     let base_url = args
         .base_url
+        .clone()
         .unwrap_or_else(|| format!("http://{addr}"))
         .trim_end_matches('/')
         .to_owned();
-    let config = pixgw::app::AppConfig {
-        base_url: base_url.clone(),
-        rate_limit: args.rate_limit,
-        checkout_rate_limit: args.checkout_rate_limit,
-        auth_failure_limit: args.auth_failure_limit,
-        breaker: pixgw::routing::BreakerConfig {
-            threshold: args.breaker_threshold.max(1),
-            cooldown: args.breaker_cooldown,
-        },
-        delivery: pixgw::webhooks::outbound::DeliveryConfig {
-            retry_delays: args.webhook_retry_delays,
-            timeout: args.webhook_timeout,
-            lease: args.webhook_lease,
-            concurrency: args.webhook_concurrency.max(1),
-            max_endpoints: args.max_webhook_endpoints,
-            poll_interval: args.worker_poll,
-            destinations: pixgw::webhooks::destination::DestinationPolicy {
-                allow_private: args.allow_private_webhook_urls,
-            },
-            ..Default::default()
-        },
-        reconciler: pixgw::reconciler::ReconcilerConfig {
-            schedule: args.reconcile_schedule,
-            grace: args.reconcile_grace,
-            poll_interval: args.worker_poll,
-            orphan_age: args.orphan_age,
-            lease: args.reconcile_lease,
-            concurrency: args.reconcile_concurrency.max(1),
-            item_timeout: args.reconcile_timeout,
-        },
-        charges: pixgw::charges::ChargesConfig {
-            idempotency_lock: args.idempotency_lock,
-        },
-        sessions: pixgw::accounts::SessionConfig {
-            idle: args.session_idle_timeout,
-            absolute: args.session_max_age,
-            secure_cookies: base_url.starts_with("https://"),
-        },
-        evidence,
-    };
+    let poll = args.worker_poll;
+    let config = app_config(args, base_url, evidence);
     let deliverer = std::sync::Arc::new(pixgw::webhooks::outbound::Deliverer::new(
         config.delivery.clone(),
     )?);
@@ -705,7 +726,6 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     ));
     // Background work, each loop restarted after a panic (logged, counted in /metrics); each
     // ends with the process.
-    let poll = args.worker_poll;
     let backoff = pixgw::supervisor::Backoff::default();
     let supervise = |name: &'static str, run: fn(Arc<pixgw::app::App>, Duration) -> Task| {
         let app = app.clone();

@@ -19,7 +19,7 @@ use std::sync::Arc;
 use crate::app::App;
 use crate::audit;
 use crate::charges::{Caller, ChargeError, ChargeInput, LinkOrigin, PayerInput, ProviderChoice};
-use crate::domain::{Amount, PaymentLinkId, Reference};
+use crate::domain::{Amount, Line, PaymentLinkId, Reference};
 use crate::runtime::PayerField;
 use crate::store::charges::ChargeRecord;
 use crate::store::payment_links::PaymentLinkRecord;
@@ -237,16 +237,15 @@ impl Window {
     }
 }
 
-/// A link's name: 1 to [`MAX_NAME_CHARS`] characters, no line breaks, trimmed.
+/// A link's name: a [`Line`] of 1 to [`MAX_NAME_CHARS`] characters (it becomes the
+/// description of the link's charges, so it follows the same rule).
 pub fn name(input: &str) -> Result<String, LinkError> {
-    let name = input.trim();
-    if name.is_empty() {
+    if input.trim().is_empty() {
         return Err(LinkError::NameMissing);
     }
-    if name.chars().count() > MAX_NAME_CHARS || crate::domain::control_character(name).is_some() {
-        return Err(LinkError::NameInvalid);
-    }
-    Ok(name.to_owned())
+    Line::parse("name", input, MAX_NAME_CHARS)
+        .map(Line::into_string)
+        .map_err(|_| LinkError::NameInvalid)
 }
 
 /// A usage limit: 1 to [`MAX_USAGE_LIMIT`] paid payments.
@@ -629,7 +628,9 @@ pub async fn pay(
             "random" => ProviderChoice::Random,
             id => ProviderChoice::One(id.to_owned()),
         },
-        description: Some(link.name.clone()),
+        // Names are checked as lines when saved; one that is not (stored before that check)
+        // only loses its place as the description.
+        description: Line::parse("description", &link.name, MAX_NAME_CHARS).ok(),
         payer,
         expires_in: CHARGE_VALIDITY_SECS,
         metadata: Default::default(),

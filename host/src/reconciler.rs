@@ -215,63 +215,110 @@ async fn check(app: &App, charge: ChargeRecord) {
 }
 
 /// A create whose outcome stayed unknown: if the PSP holds the charge, nobody was given its
-/// code, so it is canceled there (an orphan must not be paid); if not, the row goes.
+/// code, so it is canceled there (an orphan must not be paid); if not, the row goes. The PSP is
+/// asked first, and money wins: an orphan the PSP reports paid — at the query, or when it
+/// refuses the cancel because the payment came first — becomes `paid` with its `charge.paid`
+/// (once: the move is from `creating` only, so a resumed retry and this cannot both make it).
 async fn settle_orphan(app: &App, charge: &ChargeRecord) -> Result<(), ChargeError> {
     let (adapter, prepared) = app.adapter_of(charge).await?;
     let request_id = format!("orphan_{}", uuid::Uuid::new_v4().simple());
-    match adapter
-        .query_charge(
-            &prepared,
-            &request_id,
-            &charge.reference,
-            charge.psp_id.as_deref(),
-        )
-        .await
-    {
+    let query = |psp_id: Option<String>| {
+        let (adapter, prepared, request_id) = (&adapter, &prepared, &request_id);
+        async move {
+            adapter
+                .query_charge(prepared, request_id, &charge.reference, psp_id.as_deref())
+                .await
+        }
+    };
+    let psp = match query(charge.psp_id.clone()).await {
         Err(CallError::Psp {
             error: PspError::NotFound(_),
             ..
         }) => {
             tracing::info!(charge = %charge.id, "unfinished create: the PSP has no such charge");
             app.store.delete_creating_charge(&charge.id).await?;
-            Ok(())
+            return Ok(());
         }
-        Err(e) => Err(e.into()),
-        Ok(psp) => {
-            let final_state = state_of(psp.status);
-            let psp = if final_state.is_final() {
-                psp
-            } else if adapter
-                .manifest()
-                .capabilities
-                .contains(crate::runtime::Capabilities::CANCEL_CHARGE)
-            {
-                adapter
-                    .cancel_charge(&prepared, &request_id, &charge.reference, Some(&psp.psp_id))
-                    .await?
-            } else {
-                tracing::warn!(charge = %charge.id, provider = %charge.provider,
-                    "orphan charge at a PSP that cannot cancel: it will lapse at its expiry");
-                psp
-            };
-            let to = match state_of(psp.status) {
-                ChargeState::Paid => ChargeState::Paid,
-                _ => ChargeState::Canceled,
-            };
-            // Kept for the record; no event: the merchant never received this charge.
-            let update = PspUpdate {
-                psp_id: Some(psp.psp_id.clone()),
-                next_check_at: Some(None),
-                ..Default::default()
-            };
-            app.store
-                .transition_charge(&charge.id, &[ChargeState::Creating], to, &update, None)
-                .await?;
-            tracing::warn!(charge = %charge.id, provider = %charge.provider, status = to.as_str(),
-                "unfinished create settled: an orphan charge turned up at the PSP");
-            Ok(())
+        Err(e) => return Err(e.into()),
+        Ok(psp) => psp,
+    };
+    let cancels = adapter
+        .manifest()
+        .capabilities
+        .contains(crate::runtime::Capabilities::CANCEL_CHARGE);
+    let psp = if paid(&psp) || state_of(psp.status).is_final() {
+        psp
+    } else if cancels {
+        let psp_id = Some(psp.psp_id.clone()).filter(|id| !id.is_empty());
+        match adapter
+            .cancel_charge(&prepared, &request_id, &charge.reference, psp_id.as_deref())
+            .await
+        {
+            Ok(after) => after,
+            // The PSP would not cancel: most likely it was paid in between. Its view decides.
+            Err(CallError::Psp {
+                error: PspError::Rejected(_) | PspError::NotFound(_),
+                ..
+            }) => query(psp_id).await?,
+            Err(e) => return Err(e.into()),
         }
+    } else {
+        tracing::warn!(charge = %charge.id, provider = %charge.provider,
+            "orphan charge at a PSP that cannot cancel: it will lapse at its expiry");
+        psp
+    };
+    if paid(&psp) {
+        let update = PspUpdate {
+            next_check_at: Some(None),
+            ..crate::charges::update_of(&psp)
+        };
+        let moved = app
+            .move_charge(
+                &charge.id,
+                &[ChargeState::Creating],
+                ChargeState::Paid,
+                update,
+                false,
+            )
+            .await?;
+        if moved.is_some() {
+            tracing::warn!(charge = %charge.id, provider = %charge.provider,
+                "unfinished create settled: the orphan charge was already paid at the PSP");
+        }
+        return Ok(());
     }
+    let to = match state_of(psp.status) {
+        ChargeState::Pending | ChargeState::Processing if cancels => {
+            // Neither canceled nor paid: ask again later rather than call it canceled.
+            return Err(ChargeError::BadPspAnswer {
+                provider: charge.provider.clone(),
+                detail: format!(
+                    "the orphan charge is still {} there after a cancel",
+                    state_of(psp.status).as_str()
+                ),
+            });
+        }
+        ChargeState::Expired => ChargeState::Expired,
+        _ => ChargeState::Canceled,
+    };
+    // Kept for the record; no event: the merchant never received this charge.
+    let update = PspUpdate {
+        psp_id: Some(psp.psp_id.clone()).filter(|id| !id.is_empty()),
+        next_check_at: Some(None),
+        ..Default::default()
+    };
+    app.store
+        .transition_charge(&charge.id, &[ChargeState::Creating], to, &update, None)
+        .await?;
+    tracing::warn!(charge = %charge.id, provider = %charge.provider, status = to.as_str(),
+        "unfinished create settled: an orphan charge turned up at the PSP");
+    Ok(())
+}
+
+/// Whether the PSP's view says money arrived (some PSPs report a payment on a charge they also
+/// call expired or canceled).
+fn paid(psp: &crate::runtime::Charge) -> bool {
+    state_of(psp.status) == ChargeState::Paid || psp.payment.is_some()
 }
 
 /// Asks the PSP; `Ok(true)` when the charge reached a final state.
@@ -401,8 +448,7 @@ async fn close_at_psp(
                 .query_charge(prepared, request_id, &charge.reference, psp_id)
                 .await?;
             Ok(match state_of(after.status) {
-                ChargeState::Paid => Closed::Paid(after),
-                _ if after.payment.is_some() => Closed::Paid(after),
+                _ if paid(&after) => Closed::Paid(after),
                 _ => Closed::Unpaid(after),
             })
         }

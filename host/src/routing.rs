@@ -23,32 +23,14 @@ use std::time::{Duration, Instant};
 use parking_lot::Mutex;
 
 use crate::app::App;
-use crate::charges::{
-    Attempt, Caller, ChargeError, ChargeInput, missing_payer_field, nothing_created,
-};
-use crate::domain::Reference;
-use crate::runtime::{self, CallError, PspError};
+use crate::charges::{Attempt, Caller, ChargeError, ChargeInput, PayerInput, nothing_created};
+/// Where it always was; defined with the other settings.
+pub use crate::config::BreakerConfig;
+use crate::domain::{Environment, Reference};
+use crate::runtime::{self, CallError, PayerField, PspError};
 use crate::store::charges::{ChargeRecord, ChargeState};
 use crate::store::credentials::CredentialRecord;
 use crate::store::routing::AttemptRecord;
-
-/// The circuit breaker's settings.
-#[derive(Debug, Clone)]
-pub struct BreakerConfig {
-    /// Consecutive `unavailable` answers that open a credential's circuit.
-    pub threshold: u32,
-    /// How long an open circuit skips the credential.
-    pub cooldown: Duration,
-}
-
-impl Default for BreakerConfig {
-    fn default() -> Self {
-        BreakerConfig {
-            threshold: 5,
-            cooldown: Duration::from_secs(30),
-        }
-    }
-}
 
 /// Per-credential health as this gateway sees it.
 #[derive(Default)]
@@ -90,6 +72,115 @@ impl Breaker {
         }
         crate::metrics::psp_health(&credential.provider, unavailable, opened);
     }
+}
+
+/// What the router knows about one of the merchant's active credentials; `target` is what the
+/// caller attempts when its turn comes (for the gateway: the credential and its adapter).
+#[derive(Debug, Clone)]
+pub struct Candidate<T> {
+    pub target: T,
+    pub provider: String,
+    /// Where the merchant ranked it; ties keep the order given (creation).
+    pub position: i64,
+    /// Consecutive turns it takes before the turn passes on (below 1 counts as 1).
+    pub route_limit: i64,
+    pub adapter_loaded: bool,
+    /// Payer fields its adapter cannot create a charge without.
+    pub required_payer_fields: Vec<PayerField>,
+    /// Its PSP failed often enough lately that it is paused ([`Breaker`]).
+    pub circuit_open: bool,
+}
+
+/// Why no PSP can be attempted.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NoRoute {
+    /// The merchant has no active credential in the environment.
+    NoCredentials,
+    /// Every candidate was dropped: `"<provider> (<why>)"` each, in order.
+    NoneUsable(Vec<String>),
+}
+
+impl NoRoute {
+    /// The merchant-facing reason.
+    pub fn reason(&self, environment: Environment) -> String {
+        match self {
+            NoRoute::NoCredentials => format!(
+                "this merchant has no active PSP credential in the {} environment",
+                environment.as_str()
+            ),
+            NoRoute::NoneUsable(skipped) => format!(
+                "none of the connected PSPs can take it: {}",
+                skipped.join(", ")
+            ),
+        }
+    }
+}
+
+/// The first of `required` that `payer` lacks.
+pub fn missing_payer_field(required: &[PayerField], payer: &PayerInput) -> Option<&'static str> {
+    required.iter().find_map(|field| {
+        let (name, present) = match field {
+            PayerField::Email => ("email", payer.email.is_some()),
+            PayerField::Name => ("name", payer.name.is_some()),
+            PayerField::Document => ("document", payer.document.is_some()),
+        };
+        (!present).then_some(name)
+    })
+}
+
+/// Why a candidate cannot be attempted for this payer, if it cannot.
+fn unusable<T>(candidate: &Candidate<T>, payer: &PayerInput) -> Option<String> {
+    if !candidate.adapter_loaded {
+        return Some("adapter not loaded".into());
+    }
+    if let Some(field) = missing_payer_field(&candidate.required_payer_fields, payer) {
+        return Some(format!("needs payer.{field}"));
+    }
+    candidate.circuit_open.then(|| "failing; paused".into())
+}
+
+/// Whether any candidate can be attempted, i.e. whether [`plan`] will need a turn of the round
+/// robin (the caller takes one from the shared counter only then).
+pub fn any_usable<T>(candidates: &[Candidate<T>], payer: &PayerInput) -> bool {
+    candidates.iter().any(|c| unusable(c, payer).is_none())
+}
+
+/// Orders the attempts for one routed charge: the usable candidates (by position), starting with
+/// the one whose turn `turn` is, then the others in order, wrapping around. Turns are dealt in
+/// blocks of each usable candidate's `route_limit`, so `turn` 0, 1, 2, … takes every candidate
+/// `route_limit` times in a row.
+pub fn plan<T>(
+    mut candidates: Vec<Candidate<T>>,
+    payer: &PayerInput,
+    turn: i64,
+) -> Result<Vec<T>, NoRoute> {
+    if candidates.is_empty() {
+        return Err(NoRoute::NoCredentials);
+    }
+    candidates.sort_by_key(|c| c.position);
+    let mut skipped = Vec::new();
+    let mut usable = Vec::new();
+    for candidate in candidates {
+        match unusable(&candidate, payer) {
+            Some(why) => skipped.push(format!("{} ({why})", candidate.provider)),
+            None => usable.push(candidate),
+        }
+    }
+    if usable.is_empty() {
+        return Err(NoRoute::NoneUsable(skipped));
+    }
+    let total: i64 = usable.iter().map(|c| c.route_limit.max(1)).sum();
+    let turn = turn.rem_euclid(total);
+    let mut seen = 0;
+    let start = usable
+        .iter()
+        .position(|c| {
+            seen += c.route_limit.max(1);
+            turn < seen
+        })
+        .expect("turn is below the sum of the limits");
+    usable.rotate_left(start);
+    Ok(usable.into_iter().map(|c| c.target).collect())
 }
 
 /// The attempt outcome recorded for an adapter error.
@@ -155,65 +246,46 @@ pub async fn route(
 ) -> Result<ChargeRecord, ChargeError> {
     // A resumed request (same idempotency key) was settled at its PSP by
     // `App::create_charge` before it got here: this is a fresh placement.
-    let mut skipped = Vec::new();
-    let mut candidates = Vec::new();
-    for credential in app
+    let candidates: Vec<_> = app
         .store
         .credentials(&caller.merchant_id, caller.environment)
         .await?
         .into_iter()
         .filter(|c| c.active)
-    {
-        let Some(adapter) = app.runtime.adapter(&credential.provider) else {
-            skipped.push(format!("{} (adapter not loaded)", credential.provider));
-            continue;
-        };
-        if let Some(field) = missing_payer_field(&adapter, &input.payer) {
-            skipped.push(format!("{} (needs payer.{field})", credential.provider));
-            continue;
-        }
-        if app.breaker.is_open(&credential.id) {
-            skipped.push(format!("{} (failing; paused)", credential.provider));
-            continue;
-        }
-        candidates.push((credential, adapter));
-    }
-    if candidates.is_empty() {
-        let reason = if skipped.is_empty() {
-            format!(
-                "this merchant has no active PSP credential in the {} environment",
-                caller.environment.as_str()
-            )
-        } else {
-            format!(
-                "none of the connected PSPs can take it: {}",
-                skipped.join(", ")
-            )
-        };
-        return Err(ChargeError::NoRoute { reason });
-    }
-
-    // Whose turn it is: turns are dealt in blocks of each candidate's limit.
-    let total: i64 = candidates.iter().map(|(c, _)| c.route_limit.max(1)).sum();
-    let turn = app
-        .store
-        .next_route_turn(&caller.merchant_id, caller.environment)
-        .await?
-        .rem_euclid(total);
-    let mut start = 0;
-    let mut seen = 0;
-    for (i, (c, _)) in candidates.iter().enumerate() {
-        seen += c.route_limit.max(1);
-        if turn < seen {
-            start = i;
-            break;
-        }
-    }
-    candidates.rotate_left(start);
+        .map(|credential| {
+            let adapter = app.runtime.adapter(&credential.provider);
+            Candidate {
+                provider: credential.provider.clone(),
+                position: credential.position,
+                route_limit: credential.route_limit,
+                adapter_loaded: adapter.is_some(),
+                required_payer_fields: adapter
+                    .as_ref()
+                    .map(|a| a.manifest().required_payer_fields.clone())
+                    .unwrap_or_default(),
+                circuit_open: app.breaker.is_open(&credential.id),
+                target: (credential, adapter),
+            }
+        })
+        .collect();
+    // Only a request some PSP can take uses up a turn of the shared queue.
+    let turn = if any_usable(&candidates, &input.payer) {
+        app.store
+            .next_route_turn(&caller.merchant_id, caller.environment)
+            .await?
+    } else {
+        0
+    };
+    let attempts =
+        plan(candidates, &input.payer, turn).map_err(|no_route| ChargeError::NoRoute {
+            reason: no_route.reason(caller.environment),
+        })?;
 
     let mut attempted: Vec<String> = Vec::new();
     let mut last = None;
-    for (credential, adapter) in &candidates {
+    for (credential, adapter) in &attempts {
+        // `plan` only returns candidates whose adapter is loaded.
+        let Some(adapter) = adapter else { continue };
         let provider = credential.provider.clone();
         attempted.push(provider.clone());
         let routing = serde_json::json!({
@@ -303,4 +375,160 @@ pub async fn route(
         attempted,
         last: Box::new(last.expect("at least one candidate was tried")),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::Email;
+
+    fn psp(provider: &'static str, position: i64, route_limit: i64) -> Candidate<&'static str> {
+        Candidate {
+            target: provider,
+            provider: provider.into(),
+            position,
+            route_limit,
+            adapter_loaded: true,
+            required_payer_fields: Vec::new(),
+            circuit_open: false,
+        }
+    }
+
+    fn no_payer() -> PayerInput {
+        PayerInput::default()
+    }
+
+    /// The PSP each of `turns` consecutive requests starts at.
+    fn firsts(candidates: &[Candidate<&'static str>], turns: i64) -> Vec<&'static str> {
+        (0..turns)
+            .map(|turn| plan(candidates.to_vec(), &no_payer(), turn).unwrap()[0])
+            .collect()
+    }
+
+    #[test]
+    fn turns_go_round_and_each_plan_fails_over_in_order() {
+        let three = [psp("efi", 0, 1), psp("bb", 1, 1), psp("itau", 2, 1)];
+        assert_eq!(
+            firsts(&three, 7),
+            ["efi", "bb", "itau", "efi", "bb", "itau", "efi"]
+        );
+        assert_eq!(
+            plan(three.to_vec(), &no_payer(), 1).unwrap(),
+            ["bb", "itau", "efi"]
+        );
+        assert_eq!(
+            plan(three.to_vec(), &no_payer(), 5).unwrap(),
+            ["itau", "efi", "bb"]
+        );
+    }
+
+    #[test]
+    fn the_order_is_by_position_whatever_order_they_come_in() {
+        let shuffled = [psp("itau", 2, 1), psp("efi", 0, 1), psp("bb", 1, 1)];
+        assert_eq!(
+            plan(shuffled.to_vec(), &no_payer(), 0).unwrap(),
+            ["efi", "bb", "itau"]
+        );
+        // Equal positions keep the order given (creation).
+        let tied = [psp("bb", 0, 1), psp("efi", 0, 1)];
+        assert_eq!(firsts(&tied, 2), ["bb", "efi"]);
+    }
+
+    #[test]
+    fn a_route_limit_takes_that_many_turns_in_a_row() {
+        let limits = [psp("efi", 0, 3), psp("bb", 1, 1), psp("itau", 2, 2)];
+        assert_eq!(
+            firsts(&limits, 12),
+            [
+                "efi", "efi", "efi", "bb", "itau", "itau", "efi", "efi", "efi", "bb", "itau",
+                "itau"
+            ]
+        );
+        // A limit below 1 counts as 1.
+        let zero = [psp("efi", 0, 0), psp("bb", 1, -4)];
+        assert_eq!(firsts(&zero, 4), ["efi", "bb", "efi", "bb"]);
+    }
+
+    #[test]
+    fn any_counter_value_maps_to_a_turn() {
+        // Three turns a round: efi's, then bb's two.
+        let two = [psp("efi", 0, 1), psp("bb", 1, 2)];
+        assert_eq!(plan(two.to_vec(), &no_payer(), -1).unwrap()[0], "bb");
+        assert_eq!(plan(two.to_vec(), &no_payer(), -3).unwrap()[0], "efi");
+        // i64::MAX = 3k + 1.
+        assert_eq!(plan(two.to_vec(), &no_payer(), i64::MAX).unwrap()[0], "bb");
+        assert_eq!(plan(two.to_vec(), &no_payer(), i64::MAX - 1).unwrap()[0], "efi");
+    }
+
+    #[test]
+    fn psps_needing_a_missing_payer_field_are_dropped_before_the_turn_is_dealt() {
+        let mut stripe = psp("stripe", 1, 1);
+        stripe.required_payer_fields = vec![PayerField::Email];
+        let mut iugu = psp("iugu", 2, 1);
+        iugu.required_payer_fields = vec![PayerField::Name, PayerField::Document];
+        let candidates = [psp("efi", 0, 1), stripe, iugu];
+
+        // Without the fields only efi is left, and it takes every turn.
+        assert_eq!(firsts(&candidates, 3), ["efi", "efi", "efi"]);
+        assert_eq!(plan(candidates.to_vec(), &no_payer(), 1).unwrap(), ["efi"]);
+
+        let with_email = PayerInput {
+            email: Some(Email::parse("ana@example.com").unwrap()),
+            ..PayerInput::default()
+        };
+        assert_eq!(
+            plan(candidates.to_vec(), &with_email, 1).unwrap(),
+            ["stripe", "efi"]
+        );
+        let named = PayerInput {
+            name: Some(crate::domain::Line::parse("name", "Ana", 100).unwrap()),
+            ..PayerInput::default()
+        };
+        // Name is there, document is not: iugu still cannot take it.
+        assert!(!any_usable(&candidates[2..], &named));
+        assert_eq!(
+            plan(candidates[2..].to_vec(), &named, 0).unwrap_err(),
+            NoRoute::NoneUsable(vec!["iugu (needs payer.document)".into()])
+        );
+    }
+
+    #[test]
+    fn open_circuits_and_unloaded_adapters_are_skipped() {
+        let mut bb = psp("bb", 1, 1);
+        bb.circuit_open = true;
+        let mut itau = psp("itau", 2, 1);
+        itau.adapter_loaded = false;
+        let candidates = [psp("efi", 0, 1), bb, itau, psp("inter", 3, 1)];
+        assert_eq!(firsts(&candidates, 3), ["efi", "inter", "efi"]);
+        assert_eq!(
+            plan(candidates.to_vec(), &no_payer(), 1).unwrap(),
+            ["inter", "efi"]
+        );
+    }
+
+    #[test]
+    fn no_candidates_and_none_usable_say_why() {
+        assert!(!any_usable::<&str>(&[], &no_payer()));
+        let none = plan::<&str>(Vec::new(), &no_payer(), 0).unwrap_err();
+        assert_eq!(none, NoRoute::NoCredentials);
+        assert_eq!(
+            none.reason(Environment::Live),
+            "this merchant has no active PSP credential in the live environment"
+        );
+
+        let mut bb = psp("bb", 0, 1);
+        bb.circuit_open = true;
+        let mut itau = psp("itau", 1, 1);
+        itau.adapter_loaded = false;
+        let mut stripe = psp("stripe", 2, 1);
+        stripe.required_payer_fields = vec![PayerField::Email];
+        let dropped = [bb, itau, stripe];
+        assert!(!any_usable(&dropped, &no_payer()));
+        let none = plan(dropped.to_vec(), &no_payer(), 7).unwrap_err();
+        assert_eq!(
+            none.reason(Environment::Test),
+            "none of the connected PSPs can take it: bb (failing; paused), \
+             itau (adapter not loaded), stripe (needs payer.email)"
+        );
+    }
 }

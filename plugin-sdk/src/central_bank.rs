@@ -11,7 +11,8 @@
 //! a PSP's extras.
 //!
 //! Every call uses an OAuth token ([`crate::oauth`]); error answers are read with
-//! [`error::describe_body`] and classified with [`error::from_status`].
+//! [`describe_body`] — the SDK's reader plus the central bank's vocabulary, which says the
+//! [`Reason`] once for all seven banks — and classified with [`error::from_status`].
 //!
 //! A bank that speaks it is written as its facts only: implement [`CentralBankAdapter`] (the
 //! manifest and [`facts`](CentralBankAdapter::facts)) and the SDK implements [`Adapter`] for it.
@@ -26,7 +27,7 @@ use serde_json::{Value, json};
 use crate::Adapter;
 use crate::brcode;
 use crate::context::Context;
-use crate::error::{self, Error, Op};
+use crate::error::{self, Error, Op, PspError, Reason};
 use crate::host::Host;
 use crate::http::{Method, Request, Response, percent_encode};
 use crate::manifest::{Capabilities, Manifest};
@@ -254,8 +255,9 @@ impl CentralBankPsp {
         request: Request,
     ) -> Result<Response, Error> {
         self.token_source(ctx)?
-            .send(host, op, request)?
-            .error_for_status(op, error::describe_body)
+            .send(host, op, request)
+            .map_err(certificate_named)?
+            .error_for_status(op, describe_body)
     }
 
     /// [`request`](Self::request) then [`send`](Self::send), with an optional JSON body.
@@ -308,9 +310,12 @@ impl CentralBankPsp {
         let request = self
             .request(ctx, Method::Put, &cob_path(&charge.reference))?
             .json(&body);
-        let response = self.token_source(ctx)?.send(host, Op::Create, request)?;
+        let response = self
+            .token_source(ctx)?
+            .send(host, Op::Create, request)
+            .map_err(certificate_named)?;
         if !response.is_success() {
-            let described = error::describe_body(response.status, &response.body);
+            let described = describe_body(response.status, &response.body);
             let duplicate = response.status == 409
                 || described
                     .code
@@ -325,7 +330,7 @@ impl CentralBankPsp {
                 };
             }
         }
-        let response = response.error_for_status(Op::Create, error::describe_body)?;
+        let response = response.error_for_status(Op::Create, describe_body)?;
         if !self.create_statuses.contains(&response.status) {
             return Err(error::undecodable(
                 Op::Create,
@@ -418,7 +423,10 @@ impl CentralBankPsp {
 
     /// Proves the credential by obtaining a fresh token (certificate, id and secret together).
     pub fn check_credentials(&self, host: &dyn Host, ctx: &Context) -> Result<(), Error> {
-        self.token_source(ctx)?.fetch(host).map(drop)
+        self.token_source(ctx)?
+            .fetch(host)
+            .map(drop)
+            .map_err(certificate_named)
     }
 
     /// Maps a `CobGerada` / `CobCompleta` to the WIT charge.
@@ -467,6 +475,100 @@ impl CentralBankPsp {
             "REMOVIDA_PELO_USUARIO_RECEBEDOR" | "REMOVIDA_PELO_PSP" => Ok(ChargeStatus::Canceled),
             other => Err(format!("unknown charge status {other:?}")),
         }
+    }
+}
+
+/// An error answer of the central bank's API: the PSP's words ([`error::describe_body`]) and
+/// why, in the API's own vocabulary, read from the answer's structure first:
+///
+/// - the field it names — RFC 7807 `violacoes[].propriedade`, Efí's `nome`, BB's
+///   `erros[].codigo` — `chave` → `pix-key`, `valor` → `amount`, `devedor` → `payer-data`;
+/// - a problem `type` or name saying the charge is not found (`NaoEncontrado`,
+///   `cobranca_nao_encontrada`) → `not-found`;
+/// - at 401/403, a message naming the certificate (`certificado`) → `certificate`;
+/// - else, in another 4xx, a message naming the field `chave` (BB answers numeric codes) →
+///   `pix-key`.
+///
+/// A 401 or 403 otherwise gets `credentials` and a 404 `not-found` from
+/// [`error::from_status`].
+pub fn describe_body(status: u16, body: &[u8]) -> PspError {
+    let described = error::describe_body(status, body);
+    let names = serde_json::from_slice::<Value>(body)
+        .map(|v| named_fields(&v))
+        .unwrap_or_default();
+    let reason = names
+        .iter()
+        .find_map(|name| field_reason(name))
+        .or_else(|| message_reason(status, &described.message))
+        .unwrap_or(Reason::Unspecified);
+    described.because(reason)
+}
+
+/// What a central-bank error body names: violated properties, the problem type, error names.
+fn named_fields(v: &Value) -> Vec<String> {
+    let text = |v: &Value, key: &str| v.get(key).and_then(Value::as_str).map(str::to_owned);
+    let list = |key: &str| {
+        v.get(key)
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .cloned()
+            .collect::<Vec<_>>()
+    };
+    let mut names: Vec<String> = list("violacoes")
+        .iter()
+        .filter_map(|x| text(x, "propriedade"))
+        .collect();
+    names.extend(text(v, "type").map(|t| t.rsplit('/').next().unwrap_or(&t).to_owned()));
+    names.extend(text(v, "nome"));
+    names.extend(list("erros").iter().filter_map(|x| text(x, "codigo")));
+    names
+}
+
+/// `cob.chave`, `chave_invalida` → pix-key; `valor.original`, `valor_invalido` → amount;
+/// `devedor.cpf` → payer-data; `NaoEncontrado`, `cobranca_nao_encontrada` → not-found.
+fn field_reason(name: &str) -> Option<Reason> {
+    let name = name.to_ascii_lowercase();
+    let parts: Vec<&str> = name.split(['.', '_', '[']).collect();
+    let names = |word: &str| parts.contains(&word);
+    if names("chave") {
+        Some(Reason::PixKey)
+    } else if names("valor") {
+        Some(Reason::Amount)
+    } else if names("devedor") {
+        Some(Reason::PayerData)
+    } else if name.contains("naoencontrad") || name.contains("nao_encontrad") {
+        Some(Reason::NotFound)
+    } else {
+        None
+    }
+}
+
+/// The API's words when the answer names no field: the certificate at 401/403, the `chave`.
+fn message_reason(status: u16, message: &str) -> Option<Reason> {
+    let lower = message.to_lowercase();
+    let words = || lower.split(|c: char| !c.is_alphanumeric());
+    if matches!(status, 401 | 403) && names_certificate(message) {
+        Some(Reason::Certificate)
+    } else if !matches!(status, 401 | 403 | 404) && words().any(|w| w == "chave") {
+        Some(Reason::PixKey)
+    } else {
+        None
+    }
+}
+
+fn names_certificate(message: &str) -> bool {
+    let lower = message.to_lowercase();
+    lower.contains("certificado") || lower.contains("certificate")
+}
+
+/// A refused token whose message names the certificate is the certificate's fault.
+fn certificate_named(error: Error) -> Error {
+    match error {
+        Error::BadCredentials(e) if names_certificate(&e.message) => {
+            Error::BadCredentials(e.because(Reason::Certificate))
+        }
+        other => other,
     }
 }
 

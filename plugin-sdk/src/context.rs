@@ -81,9 +81,12 @@ impl Context {
             Environment::Live => (test, "test", "live"),
         };
         match other.iter().find(|prefix| value.starts_with(*prefix)) {
-            Some(prefix) => Err(Error::BadCredentials(crate::error::PspError::new(format!(
-                "the credential's `{name}` is a {other_name} key (it starts with {prefix}) but the credential is for the {this_name} environment: paste the {this_name} key"
-            )))),
+            Some(prefix) => Err(Error::BadCredentials(
+                crate::error::PspError::new(format!(
+                    "the credential's `{name}` is a {other_name} key (it starts with {prefix}) but the credential is for the {this_name} environment: paste the {this_name} key"
+                ))
+                .because(crate::error::Reason::Credentials),
+            )),
             None => Ok(value),
         }
     }

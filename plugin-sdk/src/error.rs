@@ -21,10 +21,17 @@
 //! [`describe_body`] reads the error bodies PSPs answer (RFC 7807 problem+json with
 //! `violacoes`, Efí's `{nome, mensagem}`, BB's `{erros:[…]}`, OAuth's `{error,
 //! error_description}` and a few common shapes) into a [`PspError`] that keeps the PSP's words.
+//!
+//! Each [`PspError`] also carries a typed [`Reason`] — what the merchant must fix — which the
+//! host turns into the hint and the error code. The classification above sets the reasons that
+//! the transport and the status say by themselves (a refused certificate; 401/403 →
+//! `credentials`; 404 → `not-found`) unless the adapter already set one; an adapter sets the
+//! others from its PSP's error codes in one call: `Error::rejected(msg).because(Reason::PixKey)`
+//! or `describe_body(status, body).because(Reason::Amount)`.
 
 use serde_json::Value;
 
-pub use crate::bindings::pixgw::psp::types::{Error, PspError};
+pub use crate::bindings::pixgw::psp::types::{Error, PspError, RefusalReason as Reason};
 use crate::http::HttpError;
 
 /// What the failed call was doing: decides whether a lost answer may have changed something.
@@ -39,12 +46,53 @@ pub enum Op {
 }
 
 impl PspError {
-    /// A message of the adapter's own, with no code and no HTTP status.
+    /// A message of the adapter's own, with no code, no HTTP status and no reason.
     pub fn new(message: impl Into<String>) -> Self {
         PspError {
             message: message.into(),
             code: None,
             http_status: None,
+            reason: Reason::Unspecified,
+        }
+    }
+
+    /// The PSP's message and code, as its error body says them.
+    pub fn with_code(message: impl Into<String>, code: Option<String>) -> Self {
+        PspError {
+            code,
+            ..PspError::new(message)
+        }
+    }
+
+    /// Says why: `describe_body(status, body).because(Reason::Amount)`.
+    pub fn because(mut self, reason: Reason) -> Self {
+        self.reason = reason;
+        self
+    }
+
+    /// Sets `reason` only where nothing more specific was said.
+    fn or_because(mut self, reason: Reason) -> Self {
+        if self.reason == Reason::Unspecified {
+            self.reason = reason;
+        }
+        self
+    }
+}
+
+impl Reason {
+    /// The kebab-case WIT case name, for logs and tests.
+    pub fn name(self) -> &'static str {
+        match self {
+            Reason::Unspecified => "unspecified",
+            Reason::Credentials => "credentials",
+            Reason::Certificate => "certificate",
+            Reason::PixKey => "pix-key",
+            Reason::PixNotEnabled => "pix-not-enabled",
+            Reason::PixNotOffered => "pix-not-offered",
+            Reason::AccountCannotTakePix => "account-cannot-take-pix",
+            Reason::NotFound => "not-found",
+            Reason::Amount => "amount",
+            Reason::PayerData => "payer-data",
         }
     }
 }
@@ -53,6 +101,11 @@ impl Error {
     /// `rejected` with the adapter's own message (e.g. a missing credential field).
     pub fn rejected(message: impl Into<String>) -> Self {
         Error::Rejected(PspError::new(message))
+    }
+
+    /// `not-found` with the adapter's own message (e.g. no charge carries this reference).
+    pub fn not_found(message: impl Into<String>) -> Self {
+        Error::NotFound(PspError::new(message).because(Reason::NotFound))
     }
 
     /// `unavailable` with the adapter's own message.
@@ -68,6 +121,31 @@ impl Error {
     /// `unsupported`, naming the operation (e.g. `cancel-charge`).
     pub fn unsupported(operation: &str) -> Self {
         Error::Unsupported(format!("this adapter does not implement {operation}"))
+    }
+
+    /// Says why, on the cases that carry the PSP's error (the others have no reason to give):
+    /// `Error::rejected("Asaas requires the payer's CPF").because(Reason::PayerData)`.
+    pub fn because(mut self, reason: Reason) -> Self {
+        if let Some(e) = self.psp_error_mut() {
+            e.reason = reason;
+        }
+        self
+    }
+
+    /// Why, as the PSP's answer said it; `unspecified` for the cases without a PSP error.
+    pub fn reason(&self) -> Reason {
+        self.psp_error().map_or(Reason::Unspecified, |e| e.reason)
+    }
+
+    fn psp_error_mut(&mut self) -> Option<&mut PspError> {
+        match self {
+            Error::Rejected(e)
+            | Error::Unavailable(e)
+            | Error::Ambiguous(e)
+            | Error::NotFound(e)
+            | Error::BadCredentials(e) => Some(e),
+            Error::InvalidWebhook(_) | Error::Unsupported(_) => None,
+        }
     }
 
     /// The kebab-case WIT case name, for logs and tests.
@@ -105,9 +183,12 @@ pub fn from_transport(op: Op, error: &HttpError) -> Error {
         HttpError::NotSent(detail) => {
             Error::unavailable(format!("the request did not reach the PSP: {detail}"))
         }
-        HttpError::Certificate(detail) => Error::BadCredentials(PspError::new(format!(
-            "the client certificate is missing, unreadable or was refused by the PSP: {detail}"
-        ))),
+        HttpError::Certificate(detail) => Error::BadCredentials(
+            PspError::new(format!(
+                "the client certificate is missing, unreadable or was refused by the PSP: {detail}"
+            ))
+            .because(Reason::Certificate),
+        ),
         HttpError::NoAnswer(detail) => match op {
             Op::Read => Error::unavailable(format!("the PSP did not answer: {detail}")),
             Op::Create | Op::Change => Error::Ambiguous(PspError::new(format!(
@@ -118,13 +199,14 @@ pub fn from_transport(op: Op, error: &HttpError) -> Error {
 }
 
 /// Classifies an HTTP answer that is not a success. `error` is what the PSP said
-/// (see [`describe_body`]); its `http-status` is set to `status`.
+/// (see [`describe_body`]); its `http-status` is set to `status`, and its reason, unless the
+/// adapter set one, to what the status alone says (401/403 `credentials`, 404 `not-found`).
 pub fn from_status(op: Op, status: u16, mut error: PspError) -> Error {
     error.http_status = Some(status);
     match status {
-        401 | 403 => Error::BadCredentials(error),
-        404 if op == Op::Create => Error::Rejected(error),
-        404 => Error::NotFound(error),
+        401 | 403 => Error::BadCredentials(error.or_because(Reason::Credentials)),
+        404 if op == Op::Create => Error::Rejected(error.or_because(Reason::NotFound)),
+        404 => Error::NotFound(error.or_because(Reason::NotFound)),
         408 | 429 | 503 => Error::Unavailable(error),
         400..=499 => Error::Rejected(error),
         _ if op == Op::Read => Error::Unavailable(error),
@@ -135,9 +217,8 @@ pub fn from_status(op: Op, status: u16, mut error: PspError) -> Error {
 /// A success answer the adapter could not understand: after a write the PSP may have acted.
 pub fn undecodable(op: Op, status: u16, detail: impl Into<String>) -> Error {
     let error = PspError {
-        message: detail.into(),
-        code: None,
         http_status: Some(status),
+        ..PspError::new(detail)
     };
     match op {
         Op::Read => Error::Unavailable(error),
@@ -173,11 +254,7 @@ pub fn describe_body(status: u16, body: &[u8]) -> PspError {
 
 fn describe_json(v: &Value) -> Option<PspError> {
     let s = |v: &Value, key: &str| v.get(key).and_then(text);
-    let with_code = |message: String, code: Option<String>| PspError {
-        message,
-        code,
-        http_status: None,
-    };
+    let with_code = PspError::with_code;
 
     if s(v, "title").is_some() || s(v, "detail").is_some() {
         let mut message = match (s(v, "title"), s(v, "detail")) {
@@ -322,6 +399,55 @@ mod tests {
         let message = &e.psp_error().unwrap().message;
         assert!(message.contains("client certificate"), "{message}");
         assert!(message.ends_with("unknown ca"), "{message}");
+    }
+
+    #[test]
+    fn the_status_says_a_reason_unless_the_adapter_said_one() {
+        let reason = |op, code, e: PspError| from_status(op, code, e).reason();
+        assert_eq!(
+            reason(Op::Read, 401, PspError::new("x")),
+            Reason::Credentials
+        );
+        assert_eq!(
+            reason(Op::Change, 403, PspError::new("x")),
+            Reason::Credentials
+        );
+        assert_eq!(reason(Op::Read, 404, PspError::new("x")), Reason::NotFound);
+        assert_eq!(
+            reason(Op::Create, 404, PspError::new("x")),
+            Reason::NotFound
+        );
+        assert_eq!(
+            reason(Op::Create, 400, PspError::new("x")),
+            Reason::Unspecified
+        );
+        assert_eq!(
+            reason(Op::Create, 500, PspError::new("x")),
+            Reason::Unspecified
+        );
+        let said = PspError::new("Pix não habilitado").because(Reason::PixNotEnabled);
+        assert_eq!(reason(Op::Create, 403, said), Reason::PixNotEnabled);
+        let certificate = from_transport(Op::Create, &HttpError::Certificate("expired".into()));
+        assert_eq!(
+            (certificate.kind(), certificate.reason()),
+            ("bad-credentials", Reason::Certificate)
+        );
+        assert_eq!(
+            from_transport(Op::Create, &HttpError::NotSent("refused".into())).reason(),
+            Reason::Unspecified
+        );
+    }
+
+    #[test]
+    fn because_sets_the_reason_where_the_case_carries_the_psps_error() {
+        let e = Error::rejected("Asaas requires the payer's CPF").because(Reason::PayerData);
+        assert_eq!((e.kind(), e.reason()), ("rejected", Reason::PayerData));
+        assert_eq!(
+            e.psp_error().unwrap().message,
+            "Asaas requires the payer's CPF"
+        );
+        let e = Error::unsupported("cancel-charge").because(Reason::PixKey);
+        assert_eq!(e.reason(), Reason::Unspecified);
     }
 
     #[test]

@@ -14,15 +14,15 @@
 //! - [`oauth`] — client-credentials tokens, cached, with one retry on 401;
 //! - [`central_bank`] — the central bank's Pix API, parameterised by per-PSP facts;
 //! - [`brcode`] — Pix BR Codes built from a charge's location;
-//! - [`error`] — classification into the WIT error variant;
+//! - [`error`] — classification into the WIT error variant, and the typed refusal [`Reason`];
 //! - [`idempotency`] — creating at most once at a PSP without idempotency keys;
 //! - [`money`] — centavos ⇄ wire amounts;
 //! - [`time`] — RFC 3339 timestamps.
 //!
 //! See `README.md` for a walkthrough.
 
-/// Raw bindings to the `pixgw:psp` world, generated from the crate's own `wit/` (the repository's
-/// `wit/` links to it), so the crate builds from crates.io or a checkout alike.
+/// Raw bindings to the `pixgw:psp` world, generated from the crate's own `wit/` (the host reads the same
+/// folder), so the crate builds from crates.io or a checkout alike.
 #[allow(clippy::too_many_arguments)]
 pub mod bindings {
     wit_bindgen::generate!({
@@ -68,13 +68,13 @@ pub mod types {
 }
 
 pub use context::Context;
-pub use error::{Error, Op, PspError};
+pub use error::{Error, Op, PspError, Reason};
 pub use host::Host;
 pub use manifest::Manifest;
 pub use types::*;
 
 /// The version of the WIT package this SDK was built against; every manifest reports it.
-pub const WIT_VERSION: &str = "1.0.0";
+pub const WIT_VERSION: &str = "2.0.0";
 
 /// What an adapter does, one method per WIT export. Optional operations default to
 /// `unsupported`; implement the ones the manifest's capabilities declare.
@@ -197,7 +197,7 @@ pub mod __glue {
 /// Everything an adapter usually imports.
 pub mod prelude {
     pub use crate::central_bank::{self, CentralBankAdapter, CentralBankPsp, Source};
-    pub use crate::error::{Error, Op, PspError};
+    pub use crate::error::{Error, Op, PspError, Reason};
     pub use crate::http::{Method, Request, Response};
     pub use crate::idempotency::CreateOnce;
     pub use crate::manifest::{

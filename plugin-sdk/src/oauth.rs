@@ -144,10 +144,14 @@ impl TokenSource {
         if !response.is_success() {
             let what = error::describe_body(response.status, &response.body);
             return Err(match response.status {
-                400 | 401 | 403 => Error::BadCredentials(error::PspError {
-                    http_status: Some(response.status),
-                    ..what
-                }),
+                // The token endpoint refusing is the credential's fault, whatever the status.
+                400 | 401 | 403 => Error::BadCredentials(
+                    error::PspError {
+                        http_status: Some(response.status),
+                        ..what
+                    }
+                    .because(error::Reason::Credentials),
+                ),
                 status => error::from_status(Op::Read, status, what),
             });
         }

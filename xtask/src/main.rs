@@ -12,16 +12,24 @@
 //! - `soak`: the gateway under load and simulator faults, killed and restarted twice, checked
 //!   from outside: no duplicate charge, no lost or duplicated `charge.paid`, nothing sent to a
 //!   deleted endpoint (`soak.rs`).
+//! - `load`: sustained charges straight at the simulator and through the gateway (SQLite,
+//!   PostgreSQL), side by side, and an adapter hot swap under that load (`load.rs`).
+//!
+//! `gateway.rs` holds what these share: demos on free ports, an HTTP helper, waiting.
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::{Context, bail, ensure};
 
 mod api_contract;
+mod gateway;
+mod load;
 mod sdk;
 mod soak;
+
+use gateway::{http, wait_for, wait_http};
 
 fn main() -> anyhow::Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -34,9 +42,10 @@ fn main() -> anyhow::Result<()> {
         Some("api-contract") => api_contract::api_contract(),
         Some("bench") => bench(rest),
         Some("soak") => soak::soak(rest),
+        Some("load") => load::load(rest),
         _ => {
             eprintln!(
-                "usage: cargo xtask <plugins|test|api-contract|sdk-test|demo|bench|soak> [args passed to cargo]"
+                "usage: cargo xtask <plugins|test|api-contract|sdk-test|demo|bench|soak|load> [args passed to cargo]"
             );
             std::process::exit(2);
         }
@@ -183,6 +192,7 @@ fn test(extra: &[String]) -> anyhow::Result<()> {
     plugins()?;
     run(cargo()
         .args(["test", "--workspace", "--exclude", "pixgw-hostile-adapter"])
+        .args(["--exclude", "pixgw-contract-v1-adapter"])
         .args(extra))?;
     api_contract::api_contract()?;
     sdk::sdk_test()
@@ -207,10 +217,33 @@ impl Drop for Reaper {
 const DEMO_EMAIL: &str = "demo@pixgw.test";
 const DEMO_PASSWORD: &str = "pixgw-demo-2026";
 
+/// `cargo xtask demo`. Settings for the tasks that start one ([`gateway::Demo`]), by
+/// environment: `PIXGW_DEMO_DIR` (its directory), `PIXGW_DEMO_PROFILE=release` (an optimised
+/// build), `PIXGW_DEMO_DATABASE_URL` (another database, e.g. PostgreSQL; the caller makes it
+/// fresh), `PIXGW_DEMO_PLUGIN_DIR` (adapters from a copy the caller may change), and
+/// `PIXGW_DEMO_PLAN` (the merchant's plan, `enterprise` by default), `PIXGW_DEMO_BIN_DIR`
+/// (binaries built elsewhere).
 fn demo() -> anyhow::Result<()> {
-    plugins()?;
-    run(cargo().args(["build", "-p", "pixgw", "-p", "psp-sim"]))?;
-    let bin = target_dir().join("debug");
+    let release = std::env::var("PIXGW_DEMO_PROFILE").is_ok_and(|p| p == "release");
+    // `PIXGW_DEMO_BIN_DIR`: run binaries built elsewhere (e.g. a kept copy, to compare
+    // versions), building nothing.
+    let bin = match std::env::var_os("PIXGW_DEMO_BIN_DIR") {
+        Some(dir) => PathBuf::from(dir),
+        None => {
+            plugins()?;
+            let mut build = cargo();
+            build.args(["build", "-p", "pixgw", "-p", "psp-sim"]);
+            if release {
+                build.arg("--release");
+            }
+            run(&mut build)?;
+            target_dir().join(if release { "release" } else { "debug" })
+        }
+    };
+    let plugin_dir = std::env::var_os("PIXGW_DEMO_PLUGIN_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| target_dir().join("plugins"));
+    let plan = std::env::var("PIXGW_DEMO_PLAN").unwrap_or_else(|_| "enterprise".into());
     // `PIXGW_DEMO_DIR` lets a second demo (a test suite's, on other ports) keep its database
     // and demo.env apart from the one a person runs.
     let demo_dir = std::env::var_os("PIXGW_DEMO_DIR")
@@ -249,7 +282,8 @@ fn demo() -> anyhow::Result<()> {
     let data_dir = demo_dir.join("data");
     let _ = std::fs::remove_dir_all(&data_dir);
     std::fs::create_dir_all(&data_dir)?;
-    let database_url = format!("sqlite://{}", data_dir.join("pixgw.db").display());
+    let database_url = std::env::var("PIXGW_DEMO_DATABASE_URL")
+        .unwrap_or_else(|_| format!("sqlite://{}", data_dir.join("pixgw.db").display()));
     let pixgw = |args: &[&str]| -> anyhow::Result<String> {
         let output = Command::new(bin.join("pixgw"))
             .args(args)
@@ -274,7 +308,7 @@ fn demo() -> anyhow::Result<()> {
         "--name",
         "Demo Store",
         "--plan",
-        "enterprise",
+        &plan,
     ])?;
     pixgw(&[
         "member",
@@ -300,7 +334,7 @@ fn demo() -> anyhow::Result<()> {
     ])?;
 
     let listen = std::env::var("PIXGW_LISTEN").unwrap_or_else(|_| "127.0.0.1:8080".into());
-    let _gateway = Reaper(
+    let gateway = Reaper(
         Command::new(bin.join("pixgw"))
             // The demo's secrets are sealed with a key generated into its data directory.
             .args([
@@ -310,7 +344,7 @@ fn demo() -> anyhow::Result<()> {
                 &listen,
                 "--plugin-dir",
             ])
-            .arg(target_dir().join("plugins"))
+            .arg(&plugin_dir)
             .arg("--trusted-ca")
             .arg(&ca_file)
             .args(["--endpoint-overrides", &overrides.join(",")])
@@ -326,8 +360,9 @@ fn demo() -> anyhow::Result<()> {
     let url = format!("http://{listen}");
     wait_http(&format!("{url}/readyz"), Duration::from_secs(120))?;
 
+    let bearer = format!("Bearer {api_key}");
     // Connect the simulator's test account at every PSP that has an adapter.
-    let (_, adapters) = http(&url, "GET", "/v1/adapters", None, None)?;
+    let (_, adapters) = http(&url, "GET", "/v1/adapters", &[], None)?;
     let adapters: serde_json::Value = serde_json::from_str(&adapters)?;
     let loaded: Vec<&str> = adapters["data"]
         .as_array()
@@ -350,7 +385,7 @@ fn demo() -> anyhow::Result<()> {
             &url,
             "POST",
             "/v1/credentials",
-            Some(&api_key),
+            &[("Authorization", &bearer)],
             Some(&body.to_string()),
         )?;
         ensure!(
@@ -375,7 +410,7 @@ fn demo() -> anyhow::Result<()> {
                 control,
                 "POST",
                 "/_sim/config",
-                None,
+                &[],
                 Some(&config.to_string()),
             )?;
             ensure!(
@@ -398,7 +433,7 @@ fn demo() -> anyhow::Result<()> {
         &url,
         "POST",
         "/v1/webhook_endpoints",
-        Some(&api_key),
+        &[("Authorization", &bearer)],
         Some(&body.to_string()),
     )?;
     ensure!(
@@ -417,7 +452,10 @@ fn demo() -> anyhow::Result<()> {
         demo_dir.join("demo.env"),
         format!(
             "PIXGW_URL={url}\nPIXGW_API_KEY={api_key}\nPSP_SIM_URL={control_url}\n\
-             PIXGW_DASHBOARD_EMAIL={DEMO_EMAIL}\nPIXGW_DASHBOARD_PASSWORD={DEMO_PASSWORD}\n"
+             PIXGW_DASHBOARD_EMAIL={DEMO_EMAIL}\nPIXGW_DASHBOARD_PASSWORD={DEMO_PASSWORD}\n\
+             PIXGW_PID={}\nPSP_SIM_INFO={}\n",
+            gateway.0.id(),
+            info_file.display()
         ),
     )?;
     println!(
@@ -436,17 +474,6 @@ fn demo() -> anyhow::Result<()> {
     let _ = rx.recv();
     eprintln!("xtask: stopping the demo");
     Ok(())
-}
-
-fn wait_for(path: &Path, timeout: Duration) -> anyhow::Result<String> {
-    let start = Instant::now();
-    while start.elapsed() < timeout {
-        if let Ok(text) = std::fs::read_to_string(path) {
-            return Ok(text);
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    bail!("{} did not appear within {timeout:?}", path.display())
 }
 
 /// The demo merchant's endpoint: prints every event and whether its Standard Webhooks
@@ -501,55 +528,4 @@ fn receive_events(listener: std::net::TcpListener, secret: &str) {
         let _ = (&stream)
             .write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\nconnection: close\r\n\r\n");
     }
-}
-
-/// One plain HTTP/1.0 exchange with the local gateway: (status, body). The demo needs no more.
-fn http(
-    base: &str,
-    method: &str,
-    path: &str,
-    bearer: Option<&str>,
-    body: Option<&str>,
-) -> anyhow::Result<(u16, String)> {
-    use std::io::{Read, Write};
-    let addr = base.trim_start_matches("http://");
-    let mut stream =
-        std::net::TcpStream::connect(addr).with_context(|| format!("connecting to {addr}"))?;
-    let body = body.unwrap_or_default();
-    let auth = bearer
-        .map(|k| format!("Authorization: Bearer {k}\r\n"))
-        .unwrap_or_default();
-    write!(
-        stream,
-        "{method} {path} HTTP/1.0\r\nHost: {addr}\r\n{auth}Content-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
-        body.len()
-    )?;
-    let mut reply = String::new();
-    stream.read_to_string(&mut reply)?;
-    let status = reply
-        .split_whitespace()
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .with_context(|| format!("no HTTP status in the answer to {method} {path}"))?;
-    let body = reply
-        .split_once("\r\n\r\n")
-        .map(|(_, b)| b.to_owned())
-        .unwrap_or_default();
-    Ok((status, body))
-}
-
-fn wait_http(url: &str, timeout: Duration) -> anyhow::Result<()> {
-    let (base, path) = url
-        .trim_start_matches("http://")
-        .split_once('/')
-        .map(|(a, p)| (format!("http://{a}"), format!("/{p}")))
-        .context("a URL with a path")?;
-    let start = Instant::now();
-    while start.elapsed() < timeout {
-        if let Ok((200, _)) = http(&base, "GET", &path, None, None) {
-            return Ok(());
-        }
-        std::thread::sleep(Duration::from_millis(200));
-    }
-    bail!("{url} did not answer 200 within {timeout:?}")
 }

@@ -34,7 +34,8 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, bail, ensure};
 use serde_json::{Value, json};
 
-use super::{Reaper, cargo, plugins, run, target_dir, wait_for};
+use super::gateway::{free_addr, http_json as http, wait_for};
+use super::{Reaper, cargo, plugins, run, target_dir};
 
 struct Settings {
     charges: usize,
@@ -65,66 +66,6 @@ fn settings(args: &[String]) -> anyhow::Result<Settings> {
         charges,
         deadline: Instant::now() + Duration::from_secs(minutes * 60),
     })
-}
-
-/// One HTTP/1.1 exchange with a connection of its own and timeouts; `Err` when the peer is
-/// down or the answer is cut (a killed gateway).
-fn http(
-    base: &str,
-    method: &str,
-    path: &str,
-    headers: &[(&str, &str)],
-    body: Option<&Value>,
-) -> anyhow::Result<(u16, Value)> {
-    let addr = base.trim_start_matches("http://");
-    let mut stream = TcpStream::connect(addr)?;
-    stream.set_read_timeout(Some(Duration::from_secs(60)))?;
-    stream.set_write_timeout(Some(Duration::from_secs(10)))?;
-    let body = body.map(Value::to_string).unwrap_or_default();
-    let mut request = format!(
-        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\
-         Content-Type: application/json\r\nContent-Length: {}\r\n",
-        body.len()
-    );
-    for (k, v) in headers {
-        request.push_str(&format!("{k}: {v}\r\n"));
-    }
-    request.push_str("\r\n");
-    request.push_str(&body);
-    stream.write_all(request.as_bytes())?;
-    let mut reply = Vec::new();
-    stream.read_to_end(&mut reply)?;
-    let reply = String::from_utf8_lossy(&reply);
-    let (head, rest) = reply.split_once("\r\n\r\n").context("a cut answer")?;
-    let status: u16 = head
-        .split_whitespace()
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .context("no status")?;
-    let chunked = head
-        .to_ascii_lowercase()
-        .contains("transfer-encoding: chunked");
-    let text = if chunked {
-        dechunk(rest)?
-    } else {
-        rest.to_owned()
-    };
-    let value = serde_json::from_str(&text).unwrap_or(Value::String(text));
-    Ok((status, value))
-}
-
-fn dechunk(mut rest: &str) -> anyhow::Result<String> {
-    let mut out = String::new();
-    loop {
-        let (size, after) = rest.split_once("\r\n").context("a cut chunk")?;
-        let size = usize::from_str_radix(size.trim(), 16)?;
-        if size == 0 {
-            return Ok(out);
-        }
-        ensure!(after.len() >= size, "a cut chunk");
-        out.push_str(&after[..size]);
-        rest = after[size..].trim_start_matches("\r\n");
-    }
 }
 
 /// What the merchant's receiver got: (path, webhook-id, event type, charge id, when).
@@ -269,11 +210,6 @@ struct Order {
     paid_at_psp: bool,
 }
 
-fn free_port() -> anyhow::Result<String> {
-    let listener = TcpListener::bind("127.0.0.1:0")?;
-    Ok(listener.local_addr()?.to_string())
-}
-
 pub fn soak(args: &[String]) -> anyhow::Result<()> {
     let settings = settings(args)?;
     plugins()?;
@@ -288,7 +224,7 @@ pub fn soak(args: &[String]) -> anyhow::Result<()> {
     let info_file = dir.join("psp-sim.json");
     let _sim = Reaper(
         Command::new(bin.join("psp-sim"))
-            .args(["--control-addr", &free_port()?, "--info-file"])
+            .args(["--control-addr", &free_addr()?, "--info-file"])
             .arg(&info_file)
             .stdout(Stdio::null())
             .stderr(Stdio::null())
@@ -354,7 +290,7 @@ pub fn soak(args: &[String]) -> anyhow::Result<()> {
     let key = cli(&["key", "create", "--merchant", &merchant, "--env", "test"])?;
     let auth = format!("Bearer {key}");
 
-    let listen = free_port()?;
+    let listen = free_addr()?;
     let url = format!("http://{listen}");
     let mut gateway = Gateway {
         child: None,

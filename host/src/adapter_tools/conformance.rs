@@ -1,9 +1,12 @@
 //! `pixgw plugins conformance <file.wasm> --sim <url> --as <psp>`: the life of a charge through
 //! one adapter, loaded by the real runtime against a PSP simulator, exactly as the gateway drives
-//! it: credentials checked (and a wrong secret refused as `bad-credentials`), the notification URL
-//! registered, a charge created with a valid BR Code of its amount, created again harmlessly,
-//! read, paid, notified and read as paid, a second charge canceled, an unknown one `not-found`.
-//! Which steps run follows the adapter's manifest (its capabilities and fields).
+//! it: credentials checked (and a wrong secret refused as `bad-credentials` for the reason
+//! `credentials`), the notification URL registered, a charge to a Pix key that is not the
+//! account's refused for the reason `pix-key`, a charge created with a valid BR Code of its
+//! amount, created again harmlessly, read, paid, notified and read as paid, a second charge
+//! canceled, an unknown one `not-found` for the reason `not-found`. Which steps run follows the
+//! adapter's manifest (its capabilities and fields). The reasons matter: the gateway's hint and
+//! error code come from them.
 //!
 //! The simulator is `tests/psp-sim` of a pixgw checkout (`cargo xtask demo` starts one); `--as`
 //! names the simulated PSP whose protocol the adapter speaks (a new central-bank bank speaks
@@ -21,8 +24,11 @@ use serde_json::json;
 use crate::domain::BrCode;
 use crate::runtime::{
     Adapter, CallError, Capabilities, ChargeRequest, ChargeStatus, Credential, Environment,
-    FieldKind, Payer, PayerField, PspError, Runtime, RuntimeConfig, WebhookRequest,
+    FieldKind, Payer, PayerField, PspError, RefusalReason, Runtime, RuntimeConfig, WebhookRequest,
 };
+
+/// The credential field central-bank adapters (and the scaffold) name the account's Pix key.
+const PIX_KEY_FIELD: &str = "pix-key";
 
 pub struct Options {
     pub file: PathBuf,
@@ -205,6 +211,12 @@ impl Suite {
                 outcome(self.register().await),
             );
         }
+        if self.credential.fields.contains_key(PIX_KEY_FIELD) {
+            push(
+                "wrong Pix key refused",
+                outcome(self.wrong_pix_key_refused().await),
+            );
+        }
         let reference = new_reference();
         let created = self.create(&reference, 1234).await;
         let created_ok = created.is_ok();
@@ -306,12 +318,55 @@ impl Suite {
             Err(CallError::Psp {
                 error: PspError::BadCredentials(e),
                 ..
-            }) => Ok(format!("bad-credentials: {}", e.message)),
+            }) if e.reason == RefusalReason::Credentials => {
+                Ok(format!("bad-credentials (credentials): {}", e.message))
+            }
+            Err(CallError::Psp {
+                error: PspError::BadCredentials(e),
+                ..
+            }) => Err(format!(
+                "a wrong `{}` is bad-credentials but for the reason {:?}: it must be \
+                 `credentials` (the gateway's hint follows it)",
+                secret.name, e.reason
+            )),
             Err(e) => Err(format!(
                 "a wrong `{}` must be bad-credentials (the dashboard then says so), got {e}",
                 secret.name
             )),
             Ok(()) => Err(format!("a wrong `{}` was accepted", secret.name)),
+        }
+    }
+
+    /// A Pix key that is not the account's: the PSP refuses the charge, and the adapter says
+    /// the key is why.
+    async fn wrong_pix_key_refused(&self) -> Checked {
+        let mut wrong = self.credential.clone();
+        wrong.fields.insert(
+            PIX_KEY_FIELD.into(),
+            "00000000-0000-4000-8000-000000000000".into(),
+        );
+        wrong.id.push_str("-wrong-key");
+        let request = self.request(&new_reference(), 1234);
+        match self
+            .adapter
+            .create_charge(&self.prepared(&wrong), "conformance-wrong-key", &request)
+            .await
+        {
+            Err(CallError::Psp {
+                error: PspError::Rejected(e),
+                ..
+            }) if e.reason == RefusalReason::PixKey => {
+                Ok(format!("rejected (pix-key): {}", e.message))
+            }
+            Err(CallError::Psp { error, .. }) => Err(format!(
+                "a Pix key that is not the account's must be rejected for the reason `pix-key`, \
+                 got {error:?}"
+            )),
+            Err(e) => Err(format!("a wrong Pix key: {e}")),
+            Ok(c) => Err(format!(
+                "a Pix key that is not the account's was accepted: {}",
+                c.psp_id
+            )),
         }
     }
 
@@ -494,7 +549,15 @@ impl Suite {
             Err(CallError::Psp {
                 error: PspError::NotFound(e),
                 ..
-            }) => Ok(format!("not-found: {}", e.message)),
+            }) if e.reason == RefusalReason::NotFound => Ok(format!("not-found: {}", e.message)),
+            Err(CallError::Psp {
+                error: PspError::NotFound(e),
+                ..
+            }) => Err(format!(
+                "an unknown charge is not-found but for the reason {:?}: say `not-found` \
+                 (`Error::not_found` in the SDK)",
+                e.reason
+            )),
             Err(e) => Err(format!(
                 "an unknown charge must be not-found (the gateway then knows it was never created), got {e}"
             )),

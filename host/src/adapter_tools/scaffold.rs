@@ -69,12 +69,17 @@ pub fn scaffold(new: &NewAdapter) -> anyhow::Result<Vec<PathBuf>> {
         bail!("the display name may not contain quotes, backslashes or line breaks");
     }
     let type_name: String = id.split(['-', '_']).map(title_case).collect::<String>();
+    // The SDK's major version is the contract's: an adapter built with 2.x speaks pixgw:psp@2.
     let sdk_dependency = match &new.sdk {
         Some(path) => format!(
-            "pixgw-plugin-sdk = {{ version = \"0.1\", path = {:?} }}",
-            path.display().to_string()
+            "pixgw-plugin-sdk = {{ version = \"{major}\", path = {:?} }}",
+            path.display().to_string(),
+            major = crate::runtime::registry::WIT_MAJOR,
         ),
-        None => "pixgw-plugin-sdk = \"0.1\"".to_owned(),
+        None => format!(
+            "pixgw-plugin-sdk = \"{}\"",
+            crate::runtime::registry::WIT_MAJOR
+        ),
     };
     let (lib, summary, sim_as, wheres) = if new.central_bank {
         (
@@ -182,7 +187,7 @@ mod tests {
         );
         assert!(
             cargo.contains(
-                r#"pixgw-plugin-sdk = { version = "0.1", path = "/opt/pixgw/plugin-sdk" }"#
+                r#"pixgw-plugin-sdk = { version = "2", path = "/opt/pixgw/plugin-sdk" }"#
             ),
             "{cargo}"
         );

@@ -18,7 +18,7 @@ use super::{psp_failure, request_id};
 use crate::app::App;
 use crate::charges::object::ChargeObject;
 use crate::charges::{self, Caller, ChargeInput, PayerInput, ProviderChoice};
-use crate::domain::{Amount, Document, DomainError, Email, Reference};
+use crate::domain::{Amount, Document, DomainError, Email, Line, Metadata, Reference};
 use crate::store::charges::{ChargeFilter, ChargeState};
 use crate::store::idempotency::{Claim, KeyScope};
 use crate::store::{now_ms, parse_rfc3339};
@@ -143,7 +143,11 @@ pub(super) fn parse_input(mut body: JsonObject) -> Result<ChargeInput, ApiError>
         "random" => ProviderChoice::Random,
         _ => ProviderChoice::One(provider),
     };
-    let description = body.string("description", 140)?;
+    let description = body
+        .string("description", 140)?
+        .map(|d| Line::parse("description", &d, 140))
+        .transpose()
+        .map_err(|e| ApiError::invalid_param("description", format!("{e}.")))?;
     let mut payer = PayerInput::default();
     if let Some(mut p) = body.object("payer")? {
         if let Some(email) = p.string("email", 254)? {
@@ -152,7 +156,11 @@ pub(super) fn parse_input(mut body: JsonObject) -> Result<ChargeInput, ApiError>
                     .map_err(|e| ApiError::invalid_param("payer.email", e.to_string()))?,
             );
         }
-        payer.name = p.string("name", 200)?;
+        payer.name = p
+            .string("name", 200)?
+            .map(|n| Line::parse("payer.name", &n, 200))
+            .transpose()
+            .map_err(|e| ApiError::invalid_param("payer.name", format!("{e}.")))?;
         if let Some(document) = p.string("document", 32)? {
             payer.document = Some(Document::parse(&document).map_err(|e| {
                 // The document's pattern states the characters and the length; the check
@@ -187,7 +195,7 @@ pub(super) fn parse_input(mut body: JsonObject) -> Result<ChargeInput, ApiError>
             ));
         }
     };
-    let mut metadata = serde_json::Map::new();
+    let mut metadata = Metadata::default();
     if let Some((name, map)) = body.map("metadata")? {
         if map.len() > charges::MAX_METADATA_KEYS {
             return Err(ApiError::invalid_param(
@@ -218,10 +226,9 @@ pub(super) fn parse_input(mut body: JsonObject) -> Result<ChargeInput, ApiError>
                     ));
                 }
             };
-            crate::domain::refuse_control(&param, &key)
-                .and_then(|()| crate::domain::refuse_control(&param, &value))
+            metadata
+                .insert(&param, key, value)
                 .map_err(|e| ApiError::invalid_param(&param, format!("{e}.")))?;
-            metadata.insert(key, serde_json::Value::String(value));
         }
     }
     body.finish()?;

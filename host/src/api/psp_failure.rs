@@ -1,16 +1,19 @@
 //! PSP failures as API errors: 502 with the PSP's own message, its code, and a hint that says
 //! in plain words what usually fixes it.
 //!
-//! The hint is chosen from what the adapter reported — the error case (which says what is safe
-//! to do next), the PSP's HTTP status and the words of its message — never from which PSP it
-//! was, so the table holds for every adapter, present and future.
+//! The hint and the error `code` come from what the adapter reported, never from which PSP it
+//! was, so the table holds for every adapter, present and future: first the typed refusal
+//! reason (`refusal-reason` in the contract, read by each adapter from its PSP's error codes),
+//! then the error case (which says what is safe to do next) and the PSP's HTTP status. Only
+//! when the reason is `unspecified` are the words of the PSP's message matched, a fallback for
+//! adapters (and PSP answers) that say nothing more precise.
 
 use axum::http::StatusCode;
 
 use super::error::{ApiError, ErrorType};
 use crate::charges::ChargeError;
 use crate::domain::Environment;
-use crate::runtime::{CallError, PspError, TransportFailure};
+use crate::runtime::{CallError, PspError, RefusalReason, TransportFailure};
 
 /// Remedies, one per failure family; `{provider}` and `{env}` are filled in.
 const HINT_CREDENTIALS: &str = "The PSP refused the credential (OAuth or API key). Check the \
@@ -34,6 +37,10 @@ const HINT_NO_PIX_DATA: &str = "{provider} created the payment without Pix data,
 const HINT_NOT_PAYABLE_WITH_PIX: &str = "{provider} did not offer Pix for this charge: Pix was not \
     among the account's payable methods. Enable Pix in the account's payment methods at \
     {provider}, then retry.";
+const HINT_AMOUNT: &str = "{provider} refused the amount. Check that it is in centavos and \
+    within the limits {provider} sets for a Pix charge on this account.";
+const HINT_PAYER: &str = "{provider} refused the payer's data. Check payer.document (a valid \
+    CPF or CNPJ), payer.name and payer.email: {provider} requires them as its message says.";
 const HINT_REJECTED: &str = "The PSP refused the charge; its message says why. Fix what it \
     names (in the request or in the account at {provider}) and retry.";
 const HINT_UNAVAILABLE: &str = "{provider} could not be reached or said it did nothing, so no \
@@ -55,10 +62,47 @@ fn fill(template: &str, provider: &str, environment: Environment) -> String {
         .replace("{env}", environment.as_str())
 }
 
-/// Which remedy fits, and the error code merchants can branch on. The word lists cover the
-/// central bank's vocabulary (`chave`) and the phrases PSPs use; an adapter that wants a given
-/// hint words its message accordingly.
+/// Which remedy fits, and the error code merchants can branch on.
 fn classify(error: &PspError, transport: Option<TransportFailure>) -> (&'static str, &'static str) {
+    // The host saw the TLS client certificate fail, whatever the adapter said.
+    if matches!(error, PspError::BadCredentials(_))
+        && transport == Some(TransportFailure::Certificate)
+    {
+        return ("psp_certificate_invalid", HINT_CERTIFICATE);
+    }
+    let reason = error_detail(error).map_or(RefusalReason::Unspecified, |d| d.reason);
+    match error {
+        // A lost answer or an unreachable PSP says what to do whatever the reason.
+        PspError::Unavailable(_) => ("psp_unavailable", HINT_UNAVAILABLE),
+        PspError::Ambiguous(_) => ("psp_outcome_unknown", HINT_AMBIGUOUS),
+        PspError::InvalidWebhook(_) | PspError::Unsupported(_) => ("psp_rejected", HINT_REJECTED),
+        PspError::Rejected(_) | PspError::NotFound(_) | PspError::BadCredentials(_) => {
+            by_reason(reason).unwrap_or_else(|| by_words(error))
+        }
+    }
+}
+
+/// The remedy the adapter's typed reason names.
+fn by_reason(reason: RefusalReason) -> Option<(&'static str, &'static str)> {
+    Some(match reason {
+        RefusalReason::Unspecified => return None,
+        RefusalReason::Credentials => ("psp_authentication_failed", HINT_CREDENTIALS),
+        RefusalReason::Certificate => ("psp_certificate_invalid", HINT_CERTIFICATE),
+        RefusalReason::PixKey => ("psp_pix_key_invalid", HINT_PIX_KEY),
+        RefusalReason::PixNotEnabled => ("psp_pix_not_enabled", HINT_PIX_NOT_ENABLED),
+        RefusalReason::PixNotOffered => ("psp_pix_not_payable", HINT_NOT_PAYABLE_WITH_PIX),
+        RefusalReason::AccountCannotTakePix => {
+            ("psp_pix_unavailable_for_account", HINT_NO_PIX_DATA)
+        }
+        RefusalReason::NotFound => ("psp_resource_not_found", HINT_NOT_FOUND),
+        RefusalReason::Amount => ("psp_amount_invalid", HINT_AMOUNT),
+        RefusalReason::PayerData => ("psp_payer_invalid", HINT_PAYER),
+    })
+}
+
+/// The fallback for an `unspecified` reason: the error case, the HTTP status, and the words of
+/// the PSP's message (the central bank's vocabulary, `chave`, and phrases PSPs use).
+fn by_words(error: &PspError) -> (&'static str, &'static str) {
     let detail = error_detail(error);
     let words = detail
         .map(|d| format!("{} {}", d.message, d.code.as_deref().unwrap_or("")).to_lowercase())
@@ -66,10 +110,6 @@ fn classify(error: &PspError, transport: Option<TransportFailure>) -> (&'static 
     let status = detail.and_then(|d| d.http_status);
     let mentions = |needles: &[&str]| needles.iter().any(|n| words.contains(n));
     match error {
-        // The host saw the TLS client certificate fail, whatever words the adapter chose.
-        PspError::BadCredentials(_) if transport == Some(TransportFailure::Certificate) => {
-            ("psp_certificate_invalid", HINT_CERTIFICATE)
-        }
         PspError::BadCredentials(_) if mentions(&["certificate", "certificado"]) => {
             ("psp_certificate_invalid", HINT_CERTIFICATE)
         }
@@ -95,10 +135,7 @@ fn classify(error: &PspError, transport: Option<TransportFailure>) -> (&'static 
             ("psp_pix_unavailable_for_account", HINT_NO_PIX_DATA)
         }
         PspError::Rejected(_) if status == Some(404) => ("psp_resource_not_found", HINT_NOT_FOUND),
-        PspError::Rejected(_) => ("psp_rejected", HINT_REJECTED),
-        PspError::Unavailable(_) => ("psp_unavailable", HINT_UNAVAILABLE),
-        PspError::Ambiguous(_) => ("psp_outcome_unknown", HINT_AMBIGUOUS),
-        PspError::InvalidWebhook(_) | PspError::Unsupported(_) => ("psp_rejected", HINT_REJECTED),
+        _ => ("psp_rejected", HINT_REJECTED),
     }
 }
 
@@ -266,5 +303,145 @@ pub fn from_charge_error(error: ChargeError, environment: Environment) -> ApiErr
         .with_hint(fill(HINT_AMBIGUOUS, &provider, environment)),
         ChargeError::Store(e) => ApiError::internal(e),
         ChargeError::Vault(e) => ApiError::internal(format!("vault: {e}")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::runtime::PspErrorDetail;
+
+    fn detail(message: &str, http_status: Option<u16>, reason: RefusalReason) -> PspErrorDetail {
+        PspErrorDetail {
+            message: message.into(),
+            code: None,
+            http_status,
+            reason,
+        }
+    }
+
+    fn code(error: PspError) -> &'static str {
+        classify(&error, None).0
+    }
+
+    #[test]
+    fn the_typed_reason_chooses_the_code_whatever_the_words() {
+        use RefusalReason::*;
+        let table = [
+            (Credentials, "psp_authentication_failed"),
+            (Certificate, "psp_certificate_invalid"),
+            (PixKey, "psp_pix_key_invalid"),
+            (PixNotEnabled, "psp_pix_not_enabled"),
+            (PixNotOffered, "psp_pix_not_payable"),
+            (AccountCannotTakePix, "psp_pix_unavailable_for_account"),
+            (NotFound, "psp_resource_not_found"),
+            (Amount, "psp_amount_invalid"),
+            (PayerData, "psp_payer_invalid"),
+        ];
+        for (reason, expected) in table {
+            // Words that would mislead the fallback: the reason wins.
+            let said = detail("certificado chave not enabled country", Some(400), reason);
+            assert_eq!(
+                code(PspError::Rejected(said.clone())),
+                expected,
+                "{reason:?}"
+            );
+            assert_eq!(code(PspError::BadCredentials(said)), expected, "{reason:?}");
+        }
+    }
+
+    #[test]
+    fn the_case_decides_what_is_safe_before_any_reason() {
+        let said = detail("chave", Some(503), RefusalReason::PixKey);
+        assert_eq!(code(PspError::Unavailable(said.clone())), "psp_unavailable");
+        assert_eq!(code(PspError::Ambiguous(said)), "psp_outcome_unknown");
+        assert_eq!(
+            code(PspError::Unsupported("cancel-charge".into())),
+            "psp_rejected"
+        );
+        // The host's own view of the TLS handshake beats the adapter's reason.
+        let said = detail("invalid_client", Some(401), RefusalReason::Credentials);
+        assert_eq!(
+            classify(
+                &PspError::BadCredentials(said),
+                Some(TransportFailure::Certificate)
+            )
+            .0,
+            "psp_certificate_invalid"
+        );
+    }
+
+    #[test]
+    fn an_unspecified_reason_falls_back_on_the_case_the_status_and_the_words() {
+        let unspecified =
+            |message: &str, status| detail(message, status, RefusalReason::Unspecified);
+        let table = [
+            (
+                PspError::BadCredentials(unspecified("O certificado expirou", Some(401))),
+                "psp_certificate_invalid",
+            ),
+            (
+                PspError::BadCredentials(unspecified("Invalid API key", Some(401))),
+                "psp_authentication_failed",
+            ),
+            (
+                PspError::NotFound(unspecified("gone", Some(404))),
+                "psp_resource_not_found",
+            ),
+            (
+                PspError::Rejected(unspecified(
+                    "A chave Pix não pertence a esta conta",
+                    Some(400),
+                )),
+                "psp_pix_key_invalid",
+            ),
+            (
+                PspError::Rejected(unspecified("Pix não está habilitado", Some(422))),
+                "psp_pix_not_enabled",
+            ),
+            (
+                PspError::Rejected(unspecified("No such route", Some(404))),
+                "psp_resource_not_found",
+            ),
+            (
+                PspError::Rejected(unspecified("Campo inválido", Some(400))),
+                "psp_rejected",
+            ),
+        ];
+        for (error, expected) in table {
+            assert_eq!(code(error.clone()), expected, "{error:?}");
+        }
+    }
+
+    #[test]
+    fn the_merchant_reads_the_psps_words_and_the_hint_of_the_reason() {
+        let error = CallError::Psp {
+            provider: "efi".into(),
+            error: PspError::Rejected(PspErrorDetail {
+                message: "Campo valor.original não respeita o formato".into(),
+                code: Some("valor_invalido".into()),
+                http_status: Some(400),
+                reason: RefusalReason::Amount,
+            }),
+            transport: None,
+        };
+        let e = from_call(&error, Environment::Test);
+        assert_eq!(e.body.code, "psp_amount_invalid");
+        assert_eq!(
+            e.body.psp_message.as_deref(),
+            Some("Campo valor.original não respeita o formato")
+        );
+        assert_eq!(e.body.psp_code.as_deref(), Some("valor_invalido"));
+        assert_eq!(
+            e.body.message,
+            "efi did not create or change the charge: Campo valor.original não respeita o formato"
+        );
+        assert!(
+            e.body
+                .hint
+                .as_deref()
+                .unwrap()
+                .starts_with("efi refused the amount")
+        );
     }
 }

@@ -20,7 +20,9 @@ pub mod object;
 
 use crate::app::App;
 use crate::audit::{self, Actor};
-use crate::domain::{Amount, BrCode, ChargeId, Document, Email, Environment, Reference};
+use crate::domain::{
+    Amount, BrCode, ChargeId, Document, Email, Environment, Line, Metadata, Reference,
+};
 use crate::runtime::{self, CallError, PspError};
 use crate::store::charges::{ChargeRecord, ChargeState, PspUpdate};
 use crate::store::credentials::CredentialRecord;
@@ -61,7 +63,7 @@ pub struct Caller {
 #[derive(Debug, Clone, Default)]
 pub struct PayerInput {
     pub email: Option<Email>,
-    pub name: Option<String>,
+    pub name: Option<Line>,
     pub document: Option<Document>,
 }
 
@@ -88,10 +90,10 @@ impl ProviderChoice {
 pub struct ChargeInput {
     pub amount: Amount,
     pub provider: ProviderChoice,
-    pub description: Option<String>,
+    pub description: Option<Line>,
     pub payer: PayerInput,
     pub expires_in: u32,
-    pub metadata: serde_json::Map<String, serde_json::Value>,
+    pub metadata: Metadata,
     /// The payment link a payer is paying through (the public checkout); `None` otherwise.
     pub payment_link: Option<LinkOrigin>,
 }
@@ -119,18 +121,7 @@ pub(crate) fn missing_payer_field(
     adapter: &runtime::Adapter,
     payer: &PayerInput,
 ) -> Option<&'static str> {
-    adapter
-        .manifest()
-        .required_payer_fields
-        .iter()
-        .find_map(|field| {
-            let (name, present) = match field {
-                runtime::PayerField::Email => ("email", payer.email.is_some()),
-                runtime::PayerField::Name => ("name", payer.name.is_some()),
-                runtime::PayerField::Document => ("document", payer.document.is_some()),
-            };
-            (!present).then_some(name)
-        })
+    crate::routing::missing_payer_field(&adapter.manifest().required_payer_fields, payer)
 }
 
 /// Why a charge was not created (or not changed).
@@ -199,7 +190,7 @@ pub(crate) fn state_of(status: runtime::ChargeStatus) -> ChargeState {
 }
 
 /// What a PSP's view of a charge adds to ours.
-fn update_of(charge: &runtime::Charge) -> PspUpdate {
+pub(crate) fn update_of(charge: &runtime::Charge) -> PspUpdate {
     let payment = charge.payment.as_ref();
     PspUpdate {
         psp_id: Some(charge.psp_id.clone()).filter(|s| !s.is_empty()),
@@ -400,14 +391,14 @@ impl App {
             psp_id: None,
             status: ChargeState::Creating,
             amount: input.amount.centavos() as i64,
-            description: input.description.clone(),
+            description: input.description.as_ref().map(|d| d.as_str().to_owned()),
             payer_email: input.payer.email.as_ref().map(|e| e.to_string()),
-            payer_name: input.payer.name.clone(),
+            payer_name: input.payer.name.as_ref().map(|n| n.as_str().to_owned()),
             payer_document: input.payer.document.as_ref().map(|d| d.as_str().to_owned()),
             copy_paste: None,
             qr_png_base64: None,
             expires_at: None,
-            metadata: serde_json::Value::Object(input.metadata.clone()),
+            metadata: serde_json::Value::Object(input.metadata.as_map().clone()),
             paid_at: None,
             end_to_end_id: None,
             amount_paid: None,
@@ -447,7 +438,7 @@ impl App {
         let request = runtime::ChargeRequest {
             reference: reference.to_string(),
             amount: input.amount.centavos(),
-            description: input.description.clone(),
+            description: charge.description.clone(),
             payer: runtime::Payer {
                 email: charge.payer_email.clone(),
                 name: charge.payer_name.clone(),
@@ -467,18 +458,21 @@ impl App {
             Ok(_) => "created",
             Err(e) => crate::routing::outcome_of(e),
         };
-        self.store
-            .record_charge_attempt(&crate::store::routing::AttemptRecord {
-                reference: reference.to_string(),
-                credential_id: credential.id.clone(),
-                provider: provider.clone(),
-                outcome,
-                message: result.as_ref().err().map(|e| e.to_string()),
-            })
-            .await?;
+        let attempt = crate::store::routing::AttemptRecord {
+            reference: reference.to_string(),
+            credential_id: credential.id.clone(),
+            provider: provider.clone(),
+            outcome,
+            message: result.as_ref().err().map(|e| e.to_string()),
+        };
         match result {
-            Ok(psp) => self.finish_created(&charge, psp, input.expires_in).await,
+            // The attempt is written with the charge's move to `pending`: one commit.
+            Ok(psp) => {
+                self.finish_created_with(&charge, psp, input.expires_in, Some(attempt))
+                    .await
+            }
             Err(error) => {
+                self.store.record_charge_attempt(&attempt).await?;
                 if nothing_created(&error) {
                     self.store.delete_creating_charge(&charge.id).await?;
                 }
@@ -494,6 +488,19 @@ impl App {
         charge: &ChargeRecord,
         psp: runtime::Charge,
         expires_in: u32,
+    ) -> Result<ChargeRecord, ChargeError> {
+        self.finish_created_with(charge, psp, expires_in, None)
+            .await
+    }
+
+    /// [`App::finish_created`], recording `attempt` (the create that brought the answer) in
+    /// the same transaction as the move.
+    async fn finish_created_with(
+        &self,
+        charge: &ChargeRecord,
+        psp: runtime::Charge,
+        expires_in: u32,
+        attempt: Option<crate::store::routing::AttemptRecord>,
     ) -> Result<ChargeRecord, ChargeError> {
         let now = now_ms();
         let mut update = update_of(&psp);
@@ -512,6 +519,9 @@ impl App {
                 // The charge exists at the PSP but cannot be paid through us: keep it, failed,
                 // without an event (the merchant got the error instead of a charge).
                 update.next_check_at = Some(None);
+                if let Some(attempt) = &attempt {
+                    self.store.record_charge_attempt(attempt).await?;
+                }
                 self.store
                     .transition_charge(
                         &charge.id,
@@ -545,7 +555,14 @@ impl App {
             _ => ChargeState::Pending,
         };
         let stored = self
-            .move_charge(&charge.id, &[ChargeState::Creating], state, update, true)
+            .move_charge_with(
+                &charge.id,
+                &[ChargeState::Creating],
+                state,
+                update,
+                true,
+                attempt,
+            )
             .await?;
         match stored {
             Some(stored) => Ok(stored),
@@ -652,8 +669,22 @@ impl App {
         charge_id: &str,
         from: &[ChargeState],
         to: ChargeState,
+        update: PspUpdate,
+        created: bool,
+    ) -> Result<Option<ChargeRecord>, StoreError> {
+        self.move_charge_with(charge_id, from, to, update, created, None)
+            .await
+    }
+
+    /// [`App::move_charge`], recording `attempt` in the same transaction.
+    async fn move_charge_with(
+        &self,
+        charge_id: &str,
+        from: &[ChargeState],
+        to: ChargeState,
         mut update: PspUpdate,
         created: bool,
+        attempt: Option<crate::store::routing::AttemptRecord>,
     ) -> Result<Option<ChargeRecord>, StoreError> {
         update.next_check_at = if to.is_final() {
             Some(None)
@@ -666,21 +697,26 @@ impl App {
         // A payment of less than the amount is not a plain `charge.paid`: the merchant must
         // not hand over goods for it.
         let emit = kind.map(|kind| {
-            move |c: &ChargeRecord| {
+            Box::new(move |c: &ChargeRecord| {
                 let kind = if c.underpaid() {
                     crate::webhooks::UNDERPAID
                 } else {
                     kind
                 };
                 crate::webhooks::event_for(c, kind)
-            }
+            })
+                as Box<dyn Fn(&ChargeRecord) -> crate::store::events::EventRecord + Send + Sync>
         });
-        let emit = emit
-            .as_ref()
-            .map(|f| f as &(dyn Fn(&ChargeRecord) -> crate::store::events::EventRecord + Sync));
         let moved = self
             .store
-            .transition_charge(charge_id, from, to, &update, emit)
+            .transition_charge_with(
+                charge_id.to_owned(),
+                from.to_vec(),
+                to,
+                update,
+                attempt,
+                emit,
+            )
             .await?;
         if let Some(charge) = &moved {
             if kind.is_some() {

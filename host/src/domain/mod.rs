@@ -11,6 +11,8 @@
 //! - [`ChargeId`], [`EventId`], [`CredentialId`], [`PaymentLinkId`] (`ids.rs`): public,
 //!   time-ordered object ids.
 //! - [`Environment`] (`environment.rs`): `test` or `live`.
+//! - [`ChargeState`] (`charge_state.rs`): where a charge is in its life; transitions only move
+//!   forward.
 //! - [`ApiKey`] (`api_key.rs`): merchant API keys, their lookup prefix and their stored hash.
 //! - [`BrCode`] (`brcode.rs`): a Pix copy-and-paste code, structure and CRC verified.
 //! - [`qr_png_base64`] (`qr.rs`): a QR code image of a BR Code, as base64 PNG.
@@ -24,6 +26,7 @@ mod amount;
 mod api_key;
 mod base62;
 mod brcode;
+mod charge_state;
 mod document;
 mod email;
 mod environment;
@@ -35,13 +38,14 @@ mod text;
 pub use amount::Amount;
 pub use api_key::ApiKey;
 pub use brcode::{BrCode, crc16};
+pub use charge_state::ChargeState;
 pub use document::{Document, DocumentKind};
 pub use email::Email;
 pub use environment::Environment;
 pub use ids::{ChargeId, CredentialId, EventId, PaymentLinkId};
 pub use qr::qr_png_base64;
 pub use reference::Reference;
-pub use text::{Line, control_character, refuse_control};
+pub use text::{Line, Metadata, control_character, refuse_control};
 
 /// The rule every document error starts with, so each message restates what is accepted.
 const DOCUMENT_RULE: &str =

@@ -2,6 +2,10 @@
 //! endpoint descriptions. It is one line without control characters: a line break or an escape
 //! sequence in a description would forge lines in logs and CSV exports, and a bidirectional
 //! override would show a receipt's words in another order than they are stored.
+//!
+//! A charge's texts are these types ([`Line`] for its description and the payer's name,
+//! [`Metadata`]), so every path that makes a charge (API, cashier, checkout, payment links)
+//! goes through the same check and none can skip it.
 
 use super::DomainError;
 
@@ -59,6 +63,25 @@ pub fn refuse_control(field: &str, text: &str) -> Result<(), DomainError> {
     }
 }
 
+/// A charge's metadata: string keys and values, none holding a control character. Counts and
+/// lengths are the API's to check (the only path that writes metadata), with its own messages.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Metadata(serde_json::Map<String, serde_json::Value>);
+
+impl Metadata {
+    /// Adds `key: value`; `field` names the pair in the error (`metadata.order`).
+    pub fn insert(&mut self, field: &str, key: String, value: String) -> Result<(), DomainError> {
+        refuse_control(field, &key)?;
+        refuse_control(field, &value)?;
+        self.0.insert(key, serde_json::Value::String(value));
+        Ok(())
+    }
+
+    pub fn as_map(&self) -> &serde_json::Map<String, serde_json::Value> {
+        &self.0
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -101,5 +124,27 @@ mod tests {
         );
         assert!(Line::parse("x", &"é".repeat(5), 5).is_ok());
         assert!(Line::parse("x", &"é".repeat(6), 5).is_err());
+    }
+
+    #[test]
+    fn metadata_refuses_controls_in_keys_and_values() {
+        let mut metadata = Metadata::default();
+        metadata
+            .insert("metadata.order", "order".into(), "42 — café".into())
+            .unwrap();
+        assert_eq!(
+            metadata
+                .insert("metadata.a", "a".into(), "x\u{202e}y".into())
+                .unwrap_err()
+                .to_string(),
+            "metadata.a must be one line without control characters; character 2 is U+202E \
+             (line breaks, tabs and other invisible control characters are refused)"
+        );
+        assert!(
+            metadata
+                .insert("metadata.b\n", "b\n".into(), "x".into())
+                .is_err()
+        );
+        assert_eq!(metadata.as_map().len(), 1);
     }
 }

@@ -1,11 +1,11 @@
-//! Host-side bindings of the `pixgw:psp` world (`wit/psp.wit`).
+//! Host-side bindings of the `pixgw:psp` world (`plugin-sdk/wit/psp.wit`).
 //!
 //! `http.send` and the `cache` functions are async on the host so that waiting on a PSP or the
 //! database parks the call's fiber instead of blocking a tokio worker; the wasm side still sees
 //! plain blocking calls.
 
 wasmtime::component::bindgen!({
-    path: "../wit",
+    path: "../plugin-sdk/wit",
     world: "adapter",
     imports: {
         "pixgw:psp/http.send": async,

@@ -1,9 +1,10 @@
 //! Provider id → the adapter version currently serving it, swapped atomically.
 //!
 //! Loading validates before anything serves: the file compiles, instantiates, answers
-//! `manifest()`, speaks WIT major version 1, and calls itself by the id its file name promises.
-//! A file that fails keeps the previous version serving; the failure is logged and kept for the
-//! status view. Calls hold an `Arc` of the version they started on, so a swap never cuts one off.
+//! `manifest()`, speaks WIT major version [`WIT_MAJOR`], and calls itself by the id its file
+//! name promises. A file that fails keeps the previous version serving; the failure is logged
+//! and kept for the status view. Calls hold an `Arc` of the version they started on, so a swap
+//! never cuts one off.
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
@@ -18,7 +19,10 @@ use super::LoadedAdapter;
 use super::bindings::types::Manifest;
 
 /// The WIT major version this host implements.
-pub const WIT_MAJOR: u64 = 1;
+pub const WIT_MAJOR: u64 = 2;
+
+/// The SDK line that builds adapters of this contract, named in load errors.
+pub const SDK_LINE: &str = "pixgw-plugin-sdk 2.x";
 
 /// What the registry knows about one provider id, for operators.
 #[derive(Debug, Clone, serde::Serialize)]
@@ -49,7 +53,10 @@ pub enum LoadError {
     },
     #[error("{path} is not a valid adapter component: {reason}")]
     Invalid { path: PathBuf, reason: String },
-    #[error("{path} declares WIT version {found}; this host speaks {WIT_MAJOR}.x")]
+    #[error(
+        "{path} declares WIT version {found}; this host speaks {WIT_MAJOR}.x: rebuild it against \
+         {SDK_LINE}"
+    )]
     WitVersion { path: PathBuf, found: String },
     #[error("{path} declares provider id {found:?} but its file name says {expected:?}")]
     IdMismatch {
@@ -80,8 +87,8 @@ pub fn contract_mismatch(imports: &[String]) -> Option<String> {
         (major != Some(WIT_MAJOR)).then(|| {
             format!(
                 "it was built against the contract pixgw:psp@{version} (it imports {name}); this \
-                 gateway speaks pixgw:psp@{WIT_MAJOR}.x: rebuild it with a pixgw-plugin-sdk of \
-                 contract {WIT_MAJOR}.x"
+                 gateway speaks pixgw:psp@{WIT_MAJOR}.x: rebuild it against {SDK_LINE} (set \
+                 `pixgw-plugin-sdk = \"{WIT_MAJOR}\"` in its Cargo.toml)"
             )
         })
     })
@@ -167,6 +174,14 @@ impl Registry {
         self.status.lock().remove(id);
     }
 
+    /// Forgets the last failure of `id`: the file in place is the one serving.
+    pub(super) fn clear_failure(&self, id: &str) {
+        if let Some(entry) = self.status.lock().get_mut(id) {
+            entry.last_error = None;
+            entry.last_error_at = None;
+        }
+    }
+
     pub(super) fn record_failure(&self, id: &str, error: &LoadError) {
         let mut status = self.status.lock();
         let entry = status
@@ -201,5 +216,22 @@ mod tests {
         assert_eq!(expected_id(Path::new("/p/Efi.wasm")), None);
         assert_eq!(expected_id(Path::new("/p/.wasm")), None);
         assert_eq!(expected_id(Path::new("/p/readme.txt")), None);
+    }
+
+    #[test]
+    fn an_adapter_of_another_contract_is_told_which_sdk_to_rebuild_with() {
+        let imports = |names: &[&str]| names.iter().map(|n| n.to_string()).collect::<Vec<_>>();
+        assert_eq!(
+            contract_mismatch(&imports(&["wasi:io/error@0.2.0", "pixgw:psp/log@1.0.0"])).as_deref(),
+            Some(
+                "it was built against the contract pixgw:psp@1.0.0 (it imports \
+                 pixgw:psp/log@1.0.0); this gateway speaks pixgw:psp@2.x: rebuild it against \
+                 pixgw-plugin-sdk 2.x (set `pixgw-plugin-sdk = \"2\"` in its Cargo.toml)"
+            )
+        );
+        assert_eq!(
+            contract_mismatch(&imports(&["pixgw:psp/http@2.0.0", "pixgw:psp/types@2.1.0"])),
+            None
+        );
     }
 }

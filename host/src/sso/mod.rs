@@ -345,11 +345,15 @@ pub async fn save(
             record.role_mapping.len()
         ));
     }
-    summary.push_str(if record.require_sso {
-        "; SSO required for everyone but the owners"
+    if record.require_sso {
+        // Password sign-in is refused from now on: sessions it opened earlier end too.
+        let ended = app.store.end_password_sessions(merchant_id).await?;
+        summary.push_str(&format!(
+            "; SSO required for everyone but the owners (password sessions ended: {ended})"
+        ));
     } else {
-        "; password sign-in allowed"
-    });
+        summary.push_str("; password sign-in allowed");
+    }
     if settings.client_secret.is_some() {
         summary.push_str("; client secret set");
     }
@@ -636,7 +640,7 @@ async fn complete(
     if !config.domains.iter().any(|d| d == domain) {
         return Err(with_email(SsoError::DomainNotAllowed(email.clone())));
     }
-    let (user, created) = member(app, &config, &email, &identity)
+    let (user, joined) = member(app, &config, &email, &identity)
         .await
         .map_err(with_email)?;
     let session = accounts::start_session(app, &user, merchant_id, ip)
@@ -645,6 +649,10 @@ async fn complete(
             accounts::AccountError::Store(e) => with_email(e.into()),
             other => with_email(SsoError::Store(StoreError::Corrupt(other.to_string()))),
         })?;
+    app.store
+        .mark_sso_session(&session.record.id)
+        .await
+        .map_err(|e| with_email(e.into()))?;
     let caller = Caller {
         merchant_id: merchant_id.to_owned(),
         environment: session.record.environment,
@@ -654,13 +662,28 @@ async fn complete(
         },
         ip,
     };
-    if let Some(role) = created {
+    let joined = match joined {
+        Joined::Created(role) => Some((
+            "sso.member_created",
+            format!("{email} joined as {role} at their first SSO sign-in"),
+        )),
+        Joined::Invited(role) => Some((
+            "team.join",
+            format!("{email} joined as {role}, accepting an invitation with SSO"),
+        )),
+        Joined::RoleSet(role) => Some((
+            "sso.role_set",
+            format!("{email} is {role} by the role rules, at an SSO sign-in"),
+        )),
+        Joined::AsBefore => None,
+    };
+    if let Some((action, summary)) = joined {
         audit::record(
             &app.store,
             &caller,
-            "sso.member_created",
+            action,
             Some(("user", &user.id)),
-            format!("{email} joined as {role} at their first SSO sign-in"),
+            summary,
         )
         .await
         .map_err(|e| with_email(e.into()))?;
@@ -683,23 +706,53 @@ async fn complete(
     })
 }
 
-/// The member behind a verified e-mail: an account on the team signs in as it is; no account
-/// yet → created now with the mapped or default role (`Some(role)`); an account that is not on
-/// the team is refused (only an invitation brings an existing account in).
+/// How the person behind an SSO sign-in is on the team.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Joined {
+    /// No account yet: made now, with the mapped or default role.
+    Created(Role),
+    /// An account not on the team, with an open invitation to it: accepted now, the provider
+    /// having vouched for the invited address (an account made by SSO has no password to give).
+    Invited(Role),
+    /// On the team; the role rules gave them another role than they had.
+    RoleSet(Role),
+    /// On the team, role unchanged.
+    AsBefore,
+}
+
+/// Whether the settings map claims to roles: then every sign-in applies them, not only the
+/// first (the settings page says so).
+fn has_rules(config: &SsoConfigRecord) -> bool {
+    config.role_claim.is_some() && !config.role_mapping.is_empty()
+}
+
+/// The member behind a verified e-mail (see [`Joined`]); an account that is neither on the
+/// team nor invited to it is refused.
 async fn member(
     app: &App,
     config: &SsoConfigRecord,
     email: &str,
     identity: &oidc::Identity,
-) -> Result<(UserRecord, Option<Role>), SsoError> {
+) -> Result<(UserRecord, Joined), SsoError> {
     let merchant_id = &config.merchant_id;
     // Twice at most: a first sign-in racing another one for the same person finds it made.
     for _ in 0..2 {
         if let Some(user) = app.store.user_by_email(email).await? {
-            return match app.store.role_of(merchant_id, &user.id).await? {
-                Some(_) => Ok((user, None)),
-                None => Err(SsoError::NotAMember(email.to_owned())),
-            };
+            if app.store.role_of(merchant_id, &user.id).await?.is_none() {
+                let role = accept_invitation(app, merchant_id, &user).await?;
+                return Ok((user, Joined::Invited(role)));
+            }
+            if has_rules(config) {
+                let role = role_for(config, &identity.claims);
+                if app
+                    .store
+                    .set_role_by_sso(merchant_id, &user.id, role)
+                    .await?
+                {
+                    return Ok((user, Joined::RoleSet(role)));
+                }
+            }
+            return Ok((user, Joined::AsBefore));
         }
         let role = role_for(config, &identity.claims);
         let name: String = identity
@@ -726,12 +779,44 @@ async fn member(
             .create_sso_member(merchant_id, &user, role)
             .await?
         {
-            Ok(Some(())) => return Ok((user, Some(role))),
+            Ok(Some(())) => return Ok((user, Joined::Created(role))),
             Ok(None) => continue,
             Err(reached) => return Err(SsoError::Plan(reached)),
         }
     }
     Err(SsoError::NotAMember(email.to_owned()))
+}
+
+/// Accepts the newest open, unexpired invitation of `user`'s address to the merchant; the role
+/// it gives. None → [`SsoError::NotAMember`].
+async fn accept_invitation(
+    app: &App,
+    merchant_id: &str,
+    user: &UserRecord,
+) -> Result<Role, SsoError> {
+    let now = now_ms();
+    let invitation = app
+        .store
+        .open_invitations(merchant_id)
+        .await?
+        .into_iter()
+        .find(|i| i.email == user.email && i.expires_at > now)
+        .ok_or_else(|| SsoError::NotAMember(user.email.clone()))?;
+    match app
+        .store
+        .accept_invitation(&invitation, &user.id, None)
+        .await?
+    {
+        Ok(true) => Ok(invitation.role),
+        Ok(false) => Err(SsoError::NotAMember(user.email.clone())),
+        Err(reached) => Err(SsoError::Plan(reached)),
+    }
+}
+
+/// Whether `user` has no password (made by SSO): an invitation then asks them to accept with
+/// single sign-on instead.
+pub fn has_no_password(user: &UserRecord) -> bool {
+    user.password_hash == NO_PASSWORD
 }
 
 #[cfg(test)]

@@ -1,8 +1,6 @@
 //! Merchant API keys: stored as a lookup prefix and a hash, never in clear.
 
-use sqlx::Row;
-
-use super::{Store, StoreError, now_ms};
+use super::{Columns, Store, StoreError, now_ms};
 use crate::domain::Environment;
 
 /// A key's row, without anything that would let one use it.
@@ -144,14 +142,14 @@ impl Store {
 
 fn record_of(r: &sqlx::any::AnyRow) -> Result<ApiKeyRecord, StoreError> {
     Ok(ApiKeyRecord {
-        id: r.get(0),
-        merchant_id: r.get(1),
-        environment: super::environment_of(r.get(2))?,
-        prefix: r.get(3),
-        hash: r.get(4),
-        label: r.get(5),
-        created_at: r.get(6),
-        last_used_at: r.get(7),
-        revoked_at: r.get(8),
+        id: r.col("id")?,
+        merchant_id: r.col("merchant_id")?,
+        environment: r.parsed("environment")?,
+        prefix: r.col("prefix")?,
+        hash: r.col("hash")?,
+        label: r.col("label")?,
+        created_at: r.col("created_at")?,
+        last_used_at: r.col("last_used_at")?,
+        revoked_at: r.col("revoked_at")?,
     })
 }

@@ -1,8 +1,6 @@
 //! The audit log: every change with its actor, newest first.
 
-use sqlx::Row;
-
-use super::{Store, StoreError};
+use super::{Columns, Store, StoreError};
 
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct AuditRecord {
@@ -112,23 +110,23 @@ impl Store {
             query = query.bind(t);
         }
         let rows = query.fetch_all(self.pool()).await?;
-        Ok(rows.iter().map(audit_of).collect())
+        rows.iter().map(audit_of).collect()
     }
 }
 
-fn audit_of(r: &sqlx::any::AnyRow) -> AuditRecord {
-    AuditRecord {
-        id: r.get(0),
-        merchant_id: r.get(1),
-        actor_kind: r.get(2),
-        actor_id: r.get(3),
-        actor_label: r.get(4),
-        action: r.get(5),
-        target_kind: r.get(6),
-        target_id: r.get(7),
-        summary: r.get(8),
-        ip: r.get(9),
-        environment: r.get(10),
-        created_at: r.get(11),
-    }
+fn audit_of(r: &sqlx::any::AnyRow) -> Result<AuditRecord, StoreError> {
+    Ok(AuditRecord {
+        id: r.col("id")?,
+        merchant_id: r.col("merchant_id")?,
+        actor_kind: r.col("actor_kind")?,
+        actor_id: r.col("actor_id")?,
+        actor_label: r.col("actor_label")?,
+        action: r.col("action")?,
+        target_kind: r.col("target_kind")?,
+        target_id: r.col("target_id")?,
+        summary: r.col("summary")?,
+        ip: r.col("ip")?,
+        environment: r.col("environment")?,
+        created_at: r.col("created_at")?,
+    })
 }

@@ -2,61 +2,14 @@
 //! can always be found by its reference; it turns `pending` once the PSP answered, and is
 //! removed if the PSP refused (then no charge exists anywhere).
 
-use sqlx::Row;
+use sqlx::{Connection, Row};
 
 use super::events::EventRecord;
-use super::{Store, StoreError};
+use super::{Columns, Store, StoreError};
 use crate::domain::Environment;
 
-/// Where a charge is in its life. `Creating` is internal: the API never shows it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum ChargeState {
-    Creating,
-    Pending,
-    Processing,
-    Paid,
-    Expired,
-    Canceled,
-    Failed,
-}
-
-impl ChargeState {
-    pub const ALL: [ChargeState; 7] = [
-        ChargeState::Creating,
-        ChargeState::Pending,
-        ChargeState::Processing,
-        ChargeState::Paid,
-        ChargeState::Expired,
-        ChargeState::Canceled,
-        ChargeState::Failed,
-    ];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ChargeState::Creating => "creating",
-            ChargeState::Pending => "pending",
-            ChargeState::Processing => "processing",
-            ChargeState::Paid => "paid",
-            ChargeState::Expired => "expired",
-            ChargeState::Canceled => "canceled",
-            ChargeState::Failed => "failed",
-        }
-    }
-
-    pub fn parse(text: &str) -> Option<ChargeState> {
-        Self::ALL.into_iter().find(|s| s.as_str() == text)
-    }
-
-    /// Transitions are monotonic: only a charge that can still be paid moves, and it never
-    /// moves back.
-    pub fn is_final(self) -> bool {
-        matches!(
-            self,
-            ChargeState::Paid | ChargeState::Expired | ChargeState::Canceled | ChargeState::Failed
-        )
-    }
-}
+/// Where it always was; defined with the other domain types.
+pub use crate::domain::ChargeState;
 
 #[derive(Debug, Clone)]
 pub struct ChargeRecord {
@@ -165,7 +118,19 @@ impl Store {
         &self,
         c: &ChargeRecord,
     ) -> Result<crate::plans::Admission<bool>, StoreError> {
-        let mut tx = self.pool().begin().await?;
+        let (store, c) = (self.clone(), c.clone());
+        self.write(move |conn| Box::pin(async move { store.insert_creating_on(conn, &c).await }))
+            .await
+    }
+
+    /// [`Store::insert_creating_charge`] inside the caller's transaction (a savepoint of its
+    /// own, so a refused charge leaves nothing).
+    async fn insert_creating_on(
+        &self,
+        conn: &mut sqlx::AnyConnection,
+        c: &ChargeRecord,
+    ) -> Result<crate::plans::Admission<bool>, StoreError> {
+        let mut tx = conn.begin().await?;
         let done = sqlx::query(&format!(
             "INSERT INTO charges ({COLUMNS}) SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, \
              $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27 \
@@ -204,12 +169,14 @@ impl Store {
         .await?;
         if done.rows_affected() == 0 {
             // A resumed request (its charge was counted then) or a closed link.
+            tx.rollback().await?;
             return Ok(Ok(false));
         }
         if let Err(reached) = self
             .count_charge(&mut tx, &c.merchant_id, c.environment, c.created_at)
             .await?
         {
+            tx.rollback().await?;
             return Ok(Err(reached));
         }
         tx.commit().await?;
@@ -355,48 +322,39 @@ impl Store {
         update: &PspUpdate,
         emit: Option<&(dyn Fn(&ChargeRecord) -> EventRecord + Sync)>,
     ) -> Result<Option<ChargeRecord>, StoreError> {
-        let from_list = from
-            .iter()
-            .map(|s| format!("'{}'", s.as_str()))
-            .collect::<Vec<_>>()
-            .join(", ");
-        let now = super::now_ms();
         let mut tx = self.pool().begin().await?;
-        let row = sqlx::query(&format!(
-            "UPDATE charges SET status = $1, updated_at = $2, \
-               psp_id = COALESCE($3, psp_id), copy_paste = COALESCE($4, copy_paste), \
-               qr_png_base64 = COALESCE($5, qr_png_base64), expires_at = COALESCE($6, expires_at), \
-               paid_at = COALESCE($7, paid_at), end_to_end_id = COALESCE($8, end_to_end_id), \
-               amount_paid = COALESCE($9, amount_paid), \
-               next_check_at = CASE WHEN $11 = 1 THEN $12 ELSE next_check_at END, \
-               paid_late = CASE WHEN $13 = 1 THEN 1 ELSE paid_late END \
-             WHERE id = $10 AND status IN ({from_list}) RETURNING {COLUMNS}"
-        ))
-        .bind(to.as_str())
-        .bind(now)
-        .bind(&update.psp_id)
-        .bind(&update.copy_paste)
-        .bind(&update.qr_png_base64)
-        .bind(update.expires_at)
-        .bind(update.paid_at)
-        .bind(&update.end_to_end_id)
-        .bind(update.amount_paid)
-        .bind(id)
-        .bind(i64::from(update.next_check_at.is_some()))
-        .bind(update.next_check_at.flatten())
-        .bind(i64::from(update.paid_late))
-        .fetch_optional(&mut *tx)
-        .await?;
-        let Some(row) = row else {
+        let moved = transition_on(&mut tx, id, from, to, update, emit).await?;
+        if moved.is_some() {
+            tx.commit().await?;
+        } else {
             tx.rollback().await?;
-            return Ok(None);
-        };
-        let charge = record_of(&row)?;
-        if let Some(emit) = emit {
-            super::events::insert_event(&mut tx, &emit(&charge)).await?;
         }
-        tx.commit().await?;
-        Ok(Some(charge))
+        Ok(moved)
+    }
+
+    /// [`Store::transition_charge`] for the charge path, as one unit of the group commit
+    /// ([`Store::write`]), with the PSP attempt that led to the move recorded with it.
+    pub async fn transition_charge_with(
+        &self,
+        id: String,
+        from: Vec<ChargeState>,
+        to: ChargeState,
+        update: PspUpdate,
+        attempt: Option<super::routing::AttemptRecord>,
+        emit: Option<Box<dyn Fn(&ChargeRecord) -> EventRecord + Send + Sync>>,
+    ) -> Result<Option<ChargeRecord>, StoreError> {
+        self.write(move |conn| {
+            Box::pin(async move {
+                if let Some(attempt) = &attempt {
+                    super::routing::insert_attempt(conn, attempt).await?;
+                }
+                let emit = emit
+                    .as_deref()
+                    .map(|f| f as &(dyn Fn(&ChargeRecord) -> EventRecord + Sync));
+                transition_on(conn, &id, &from, to, &update, emit).await
+            })
+        })
+        .await
     }
 
     /// A charge by the PSP's id for it, among one credential's charges.
@@ -563,41 +521,83 @@ impl Store {
 }
 
 fn record_of(r: &sqlx::any::AnyRow) -> Result<ChargeRecord, StoreError> {
-    let status: String = r.get(7);
-    let metadata: String = r.get(16);
     Ok(ChargeRecord {
-        id: r.get(0),
-        merchant_id: r.get(1),
-        environment: super::environment_of(r.get(2))?,
-        credential_id: r.get(3),
-        provider: r.get(4),
-        reference: r.get(5),
-        psp_id: r.get(6),
-        status: ChargeState::parse(&status)
-            .ok_or_else(|| StoreError::Corrupt(format!("charge status {status:?}")))?,
-        amount: r.get(8),
-        description: r.get(9),
-        payer_email: r.get(10),
-        payer_name: r.get(11),
-        payer_document: r.get(12),
-        copy_paste: r.get(13),
-        qr_png_base64: r.get(14),
-        expires_at: r.get(15),
-        metadata: serde_json::from_str(&metadata)
-            .map_err(|e| StoreError::Corrupt(format!("charge metadata: {e}")))?,
-        paid_at: r.get(17),
-        end_to_end_id: r.get(18),
-        amount_paid: r.get(19),
-        created_at: r.get(20),
-        updated_at: r.get(21),
-        routing: r
-            .get::<Option<String>, _>(22)
-            .map(|text| serde_json::from_str(&text))
-            .transpose()
-            .map_err(|e| StoreError::Corrupt(format!("charge routing: {e}")))?,
-        operator_id: r.get(23),
-        payment_link_id: r.get(24),
-        payment_link_name: r.get(25),
-        paid_late: r.get::<i64, _>(26) != 0,
+        id: r.col("id")?,
+        merchant_id: r.col("merchant_id")?,
+        environment: r.parsed("environment")?,
+        credential_id: r.col("credential_id")?,
+        provider: r.col("provider")?,
+        reference: r.col("reference")?,
+        psp_id: r.col("psp_id")?,
+        status: r.parsed("status")?,
+        amount: r.col("amount")?,
+        description: r.col("description")?,
+        payer_email: r.col("payer_email")?,
+        payer_name: r.col("payer_name")?,
+        payer_document: r.col("payer_document")?,
+        copy_paste: r.col("copy_paste")?,
+        qr_png_base64: r.col("qr_png_base64")?,
+        expires_at: r.col("expires_at")?,
+        metadata: r.json("metadata")?,
+        paid_at: r.col("paid_at")?,
+        end_to_end_id: r.col("end_to_end_id")?,
+        amount_paid: r.col("amount_paid")?,
+        created_at: r.col("created_at")?,
+        updated_at: r.col("updated_at")?,
+        routing: r.json_opt("routing")?,
+        operator_id: r.col("operator_id")?,
+        payment_link_id: r.col("payment_link_id")?,
+        payment_link_name: r.col("payment_link_name")?,
+        paid_late: r.flag("paid_late")?,
     })
+}
+
+/// Moves a charge inside the caller's transaction; see [`Store::transition_charge`].
+async fn transition_on(
+    conn: &mut sqlx::AnyConnection,
+    id: &str,
+    from: &[ChargeState],
+    to: ChargeState,
+    update: &PspUpdate,
+    emit: Option<&(dyn Fn(&ChargeRecord) -> EventRecord + Sync)>,
+) -> Result<Option<ChargeRecord>, StoreError> {
+    let from_list = from
+        .iter()
+        .map(|s| format!("'{}'", s.as_str()))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let now = super::now_ms();
+    let row = sqlx::query(&format!(
+        "UPDATE charges SET status = $1, updated_at = $2, \
+           psp_id = COALESCE($3, psp_id), copy_paste = COALESCE($4, copy_paste), \
+           qr_png_base64 = COALESCE($5, qr_png_base64), expires_at = COALESCE($6, expires_at), \
+           paid_at = COALESCE($7, paid_at), end_to_end_id = COALESCE($8, end_to_end_id), \
+           amount_paid = COALESCE($9, amount_paid), \
+           next_check_at = CASE WHEN $11 = 1 THEN $12 ELSE next_check_at END, \
+           paid_late = CASE WHEN $13 = 1 THEN 1 ELSE paid_late END \
+         WHERE id = $10 AND status IN ({from_list}) RETURNING {COLUMNS}"
+    ))
+    .bind(to.as_str())
+    .bind(now)
+    .bind(&update.psp_id)
+    .bind(&update.copy_paste)
+    .bind(&update.qr_png_base64)
+    .bind(update.expires_at)
+    .bind(update.paid_at)
+    .bind(&update.end_to_end_id)
+    .bind(update.amount_paid)
+    .bind(id)
+    .bind(i64::from(update.next_check_at.is_some()))
+    .bind(update.next_check_at.flatten())
+    .bind(i64::from(update.paid_late))
+    .fetch_optional(&mut *conn)
+    .await?;
+    let Some(row) = row else {
+        return Ok(None);
+    };
+    let charge = record_of(&row)?;
+    if let Some(emit) = emit {
+        super::events::insert_event(conn, &emit(&charge)).await?;
+    }
+    Ok(Some(charge))
 }

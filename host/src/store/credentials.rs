@@ -11,9 +11,8 @@
 use std::collections::{BTreeMap, HashMap};
 
 use serde::{Deserialize, Serialize};
-use sqlx::Row;
 
-use super::{Store, StoreError};
+use super::{Columns, Store, StoreError};
 use crate::domain::Environment;
 
 #[derive(Debug, Clone)]
@@ -348,7 +347,7 @@ impl Store {
                 .bind(id)
                 .fetch_optional(self.pool())
                 .await?;
-        Ok(row.as_ref().map(checks_of).unwrap_or_default())
+        Ok(row.as_ref().map(checks_of).transpose()?.unwrap_or_default())
     }
 
     /// The checks of every credential [`Store::credentials`] lists, by credential id.
@@ -365,7 +364,9 @@ impl Store {
         .bind(environment.as_str())
         .fetch_all(self.pool())
         .await?;
-        Ok(rows.iter().map(|r| (r.get(2), checks_of(r))).collect())
+        rows.iter()
+            .map(|r| Ok((r.col("id")?, checks_of(r)?)))
+            .collect()
     }
 
     /// Gives the merchant's credentials in `ordered` positions 0, 1, 2… in one transaction;
@@ -432,38 +433,34 @@ fn to_json(value: &impl Serialize) -> String {
     serde_json::to_string(value).expect("check outcomes serialise")
 }
 
-/// Columns 0 and 1 of a row: `verification`, `webhook_registration`. A value that no longer
+/// The `verification` and `webhook_registration` columns of a row. A value that no longer
 /// parses is shown as never recorded rather than failing the page.
-fn checks_of(r: &sqlx::any::AnyRow) -> CredentialChecks {
+fn checks_of(r: &sqlx::any::AnyRow) -> Result<CredentialChecks, StoreError> {
     fn parse<T: for<'de> Deserialize<'de>>(text: Option<String>) -> Option<T> {
         text.and_then(|t| serde_json::from_str(&t).ok())
     }
-    CredentialChecks {
-        verification: parse(r.get(0)),
-        registration: parse(r.get(1)),
-    }
-}
-
-fn fields_of(text: String) -> Result<BTreeMap<String, String>, StoreError> {
-    serde_json::from_str(&text).map_err(|e| StoreError::Corrupt(format!("credential fields: {e}")))
+    Ok(CredentialChecks {
+        verification: parse(r.col("verification")?),
+        registration: parse(r.col("webhook_registration")?),
+    })
 }
 
 fn record_of(r: &sqlx::any::AnyRow) -> Result<CredentialRecord, StoreError> {
     Ok(CredentialRecord {
-        id: r.get(0),
-        merchant_id: r.get(1),
-        environment: super::environment_of(r.get(2))?,
-        provider: r.get(3),
-        label: r.get(4),
-        public_fields: fields_of(r.get(5))?,
-        sealed_fields: fields_of(r.get(6))?,
-        webhook_id: r.get(7),
-        webhook_token_sealed: r.get(8),
-        active: r.get::<i64, _>(9) != 0,
-        position: r.get(10),
-        created_at: r.get(11),
-        updated_at: r.get(12),
-        route_limit: r.get(13),
-        version: r.get(14),
+        id: r.col("id")?,
+        merchant_id: r.col("merchant_id")?,
+        environment: r.parsed("environment")?,
+        provider: r.col("provider")?,
+        label: r.col("label")?,
+        public_fields: r.json("public_fields")?,
+        sealed_fields: r.json("sealed_fields")?,
+        webhook_id: r.col("webhook_id")?,
+        webhook_token_sealed: r.col("webhook_token_sealed")?,
+        active: r.flag("active")?,
+        position: r.col("position")?,
+        created_at: r.col("created_at")?,
+        updated_at: r.col("updated_at")?,
+        route_limit: r.col("route_limit")?,
+        version: r.col("version")?,
     })
 }

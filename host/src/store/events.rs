@@ -13,7 +13,7 @@
 
 use sqlx::Row;
 
-use super::{Store, StoreError, now_ms};
+use super::{Columns, Store, StoreError, now_ms};
 use crate::domain::Environment;
 
 #[derive(Debug, Clone)]
@@ -197,7 +197,7 @@ impl Store {
         .bind(event_id)
         .fetch_all(self.pool())
         .await?;
-        Ok(rows.iter().map(delivery_of).collect())
+        rows.iter().map(delivery_of).collect()
     }
 
     pub async fn attempts_of(&self, delivery_id: &str) -> Result<Vec<AttemptRecord>, StoreError> {
@@ -244,15 +244,16 @@ impl Store {
         .bind(limit)
         .fetch_all(self.pool())
         .await?;
-        Ok(rows
-            .iter()
-            .map(|r| DeliveryListing {
-                delivery: delivery_of(r),
-                event_kind: r.get(10),
-                charge_id: r.get(11),
-                endpoint_url: r.get(12),
+        rows.iter()
+            .map(|r| {
+                Ok(DeliveryListing {
+                    delivery: delivery_of(r)?,
+                    event_kind: r.col("type")?,
+                    charge_id: r.col("charge_id")?,
+                    endpoint_url: r.col("url")?,
+                })
             })
-            .collect())
+            .collect()
     }
 
     /// Takes the lease of up to `limits.rows` deliveries that are due, to enabled endpoints
@@ -299,13 +300,13 @@ impl Store {
         .await?;
         let mut due = Vec::with_capacity(rows.len());
         for row in &rows {
-            let delivery = delivery_of(row);
+            let delivery = delivery_of(row)?;
             let Some(endpoint) = self.webhook_endpoint_by_id(&delivery.endpoint_id).await? else {
                 continue;
             };
             due.push(DueDelivery {
                 delivery,
-                payload: row.get(10),
+                payload: row.col("payload")?,
                 endpoint,
                 lease: lease.clone(),
             });
@@ -442,30 +443,28 @@ impl Store {
 }
 
 fn event_of(r: &sqlx::any::AnyRow) -> Result<EventRecord, StoreError> {
-    let payload: String = r.get(5);
     Ok(EventRecord {
-        id: r.get(0),
-        merchant_id: r.get(1),
-        environment: super::environment_of(r.get(2))?,
-        kind: r.get(3),
-        charge_id: r.get(4),
-        payload: serde_json::from_str(&payload)
-            .map_err(|e| StoreError::Corrupt(format!("event payload: {e}")))?,
-        created_at: r.get(6),
+        id: r.col("id")?,
+        merchant_id: r.col("merchant_id")?,
+        environment: r.parsed("environment")?,
+        kind: r.col("type")?,
+        charge_id: r.col("charge_id")?,
+        payload: r.json("payload")?,
+        created_at: r.col("created_at")?,
     })
 }
 
-fn delivery_of(r: &sqlx::any::AnyRow) -> DeliveryRecord {
-    DeliveryRecord {
-        id: r.get(0),
-        event_id: r.get(1),
-        endpoint_id: r.get(2),
-        status: r.get(3),
-        attempts: r.get(4),
-        next_attempt_at: r.get(5),
-        last_status: r.get(6),
-        last_error: r.get(7),
-        created_at: r.get(8),
-        delivered_at: r.get(9),
-    }
+fn delivery_of(r: &sqlx::any::AnyRow) -> Result<DeliveryRecord, StoreError> {
+    Ok(DeliveryRecord {
+        id: r.col("id")?,
+        event_id: r.col("event_id")?,
+        endpoint_id: r.col("endpoint_id")?,
+        status: r.col("status")?,
+        attempts: r.col("attempts")?,
+        next_attempt_at: r.col("next_attempt_at")?,
+        last_status: r.col("last_status")?,
+        last_error: r.col("last_error")?,
+        created_at: r.col("created_at")?,
+        delivered_at: r.col("delivered_at")?,
+    })
 }

@@ -3,7 +3,7 @@
 
 use sqlx::Row;
 
-use super::{Store, StoreError};
+use super::{Columns, Store, StoreError};
 use crate::domain::Environment;
 
 #[derive(Debug, Clone, PartialEq)]
@@ -144,24 +144,24 @@ impl Store {
 
 fn record_of(r: &sqlx::any::AnyRow) -> Result<EvidenceRecord, StoreError> {
     Ok(EvidenceRecord {
-        id: r.get(0),
-        charge_id: r.get(1),
-        merchant_id: r.get(2),
-        environment: super::environment_of(r.get(3))?,
-        storage_key: r.get(4),
-        content_type: r.get(5),
-        byte_size: r.get(6),
-        width: r.get(7),
-        height: r.get(8),
-        sha256: r.get(9),
-        latitude: r.get(10),
-        longitude: r.get(11),
-        accuracy: r.get(12),
-        address: r.get(13),
-        uploaded_by_kind: r.get(14),
-        uploaded_by_id: r.get(15),
-        uploaded_by_label: r.get(16),
-        created_at: r.get(17),
-        expires_at: r.get(18),
+        id: r.col("id")?,
+        charge_id: r.col("charge_id")?,
+        merchant_id: r.col("merchant_id")?,
+        environment: r.parsed("environment")?,
+        storage_key: r.col("storage_key")?,
+        content_type: r.col("content_type")?,
+        byte_size: r.col("byte_size")?,
+        width: r.col("width")?,
+        height: r.col("height")?,
+        sha256: r.col("sha256")?,
+        latitude: r.col("latitude")?,
+        longitude: r.col("longitude")?,
+        accuracy: r.col("accuracy")?,
+        address: r.col("address")?,
+        uploaded_by_kind: r.col("uploaded_by_kind")?,
+        uploaded_by_id: r.col("uploaded_by_id")?,
+        uploaded_by_label: r.col("uploaded_by_label")?,
+        created_at: r.col("created_at")?,
+        expires_at: r.col("expires_at")?,
     })
 }

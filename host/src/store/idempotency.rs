@@ -50,98 +50,23 @@ impl Store {
         lock_ms: i64,
         ttl_ms: i64,
     ) -> Result<Claim, StoreError> {
-        let lock = uuid::Uuid::new_v4().simple().to_string();
-        // Two rounds at most: the second one runs after an expired key was swept.
-        for _ in 0..2 {
-            let now = now_ms();
-            let inserted = sqlx::query(
-                "INSERT INTO idempotency_keys (merchant_id, environment, key, request_hash, \
-                 reference, locked_until, created_at, expires_at, lock_owner) \
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT DO NOTHING",
-            )
-            .bind(scope.merchant_id)
-            .bind(scope.environment.as_str())
-            .bind(scope.key)
-            .bind(request_hash)
-            .bind(reference)
-            .bind(now + lock_ms)
-            .bind(now)
-            .bind(now + ttl_ms)
-            .bind(&lock)
-            .execute(self.pool())
-            .await?;
-            if inserted.rows_affected() == 1 {
-                return Ok(Claim::Fresh {
-                    reference: reference.to_owned(),
-                    lock,
-                });
-            }
-            let Some(row) = sqlx::query(
-                "SELECT request_hash, reference, response_status, response_body, locked_until, \
-                 expires_at FROM idempotency_keys \
-                 WHERE merchant_id = $1 AND environment = $2 AND key = $3",
-            )
-            .bind(scope.merchant_id)
-            .bind(scope.environment.as_str())
-            .bind(scope.key)
-            .fetch_optional(self.pool())
-            .await?
-            else {
-                continue; // released between our insert and select: try again
-            };
-            let (stored_hash, stored_reference): (String, String) = (row.get(0), row.get(1));
-            let (status, body): (Option<i64>, Option<String>) = (row.get(2), row.get(3));
-            let (locked_until, expires_at): (i64, i64) = (row.get(4), row.get(5));
-            if expires_at <= now {
-                sqlx::query(
-                    "DELETE FROM idempotency_keys \
-                     WHERE merchant_id = $1 AND environment = $2 AND key = $3 AND expires_at <= $4",
-                )
-                .bind(scope.merchant_id)
-                .bind(scope.environment.as_str())
-                .bind(scope.key)
-                .bind(now)
-                .execute(self.pool())
-                .await?;
-                continue;
-            }
-            if stored_hash != request_hash {
-                return Ok(Claim::Mismatch);
-            }
-            if let (Some(status), Some(body)) = (status, body) {
-                return Ok(Claim::Replay {
-                    status: u16::try_from(status)
-                        .map_err(|_| StoreError::Corrupt(format!("response status {status}")))?,
-                    body,
-                });
-            }
-            if locked_until > now {
-                return Ok(Claim::InProgress);
-            }
-            // The first request died: take its lock over, unless someone else just did.
-            let taken = sqlx::query(
-                "UPDATE idempotency_keys SET locked_until = $1, lock_owner = $6 \
-                 WHERE merchant_id = $2 AND environment = $3 AND key = $4 \
-                   AND response_status IS NULL AND locked_until = $5",
-            )
-            .bind(now + lock_ms)
-            .bind(scope.merchant_id)
-            .bind(scope.environment.as_str())
-            .bind(scope.key)
-            .bind(locked_until)
-            .bind(&lock)
-            .execute(self.pool())
-            .await?;
-            return Ok(if taken.rows_affected() == 1 {
-                Claim::Resume {
-                    reference: stored_reference,
-                    lock,
-                }
-            } else {
-                Claim::InProgress
-            });
-        }
-        Ok(Claim::InProgress)
+        let (merchant, environment, key) = (
+            scope.merchant_id.to_owned(),
+            scope.environment,
+            scope.key.to_owned(),
+        );
+        let (request_hash, reference) = (request_hash.to_owned(), reference.to_owned());
+        self.write(move |conn| {
+            Box::pin(async move {
+                let scope = KeyScope {
+                    merchant_id: &merchant,
+                    environment,
+                    key: &key,
+                };
+                claim_on(conn, scope, &request_hash, &reference, lock_ms, ttl_ms).await
+            })
+        })
+        .await
     }
 
     /// Stores the answer of the request holding `lock`, kept until `expires_at` at least.
@@ -155,22 +80,38 @@ impl Store {
         body: &str,
         expires_at: i64,
     ) -> Result<bool, StoreError> {
-        let done = sqlx::query(
-            "UPDATE idempotency_keys SET response_status = $1, response_body = $2, \
-             expires_at = CASE WHEN expires_at > $3 THEN expires_at ELSE $3 END \
-             WHERE merchant_id = $4 AND environment = $5 AND key = $6 AND lock_owner = $7 \
-               AND response_status IS NULL",
-        )
-        .bind(i64::from(status))
-        .bind(body)
-        .bind(expires_at)
-        .bind(scope.merchant_id)
-        .bind(scope.environment.as_str())
-        .bind(scope.key)
-        .bind(lock)
-        .execute(self.pool())
-        .await?;
-        Ok(done.rows_affected() == 1)
+        let (merchant, environment, key) = (
+            scope.merchant_id.to_owned(),
+            scope.environment,
+            scope.key.to_owned(),
+        );
+        let (lock, body) = (lock.to_owned(), body.to_owned());
+        self.write(move |conn| {
+            Box::pin(async move {
+                let scope = KeyScope {
+                    merchant_id: &merchant,
+                    environment,
+                    key: &key,
+                };
+                let done = sqlx::query(
+                    "UPDATE idempotency_keys SET response_status = $1, response_body = $2, \
+                     expires_at = CASE WHEN expires_at > $3 THEN expires_at ELSE $3 END \
+                     WHERE merchant_id = $4 AND environment = $5 AND key = $6 AND lock_owner = $7 \
+                       AND response_status IS NULL",
+                )
+                .bind(i64::from(status))
+                .bind(&body)
+                .bind(expires_at)
+                .bind(scope.merchant_id)
+                .bind(scope.environment.as_str())
+                .bind(scope.key)
+                .bind(&lock)
+                .execute(&mut *conn)
+                .await?;
+                Ok(done.rows_affected() == 1)
+            })
+        })
+        .await
     }
 
     /// Extends the lock `lock` holds to `lock_ms` from now; `false` when the lock is no
@@ -274,4 +215,107 @@ impl Drop for LockHeartbeat {
     fn drop(&mut self) {
         self.0.abort();
     }
+}
+
+/// [`Store::claim_idempotency_key`] on the writer's connection.
+async fn claim_on(
+    conn: &mut sqlx::AnyConnection,
+    scope: KeyScope<'_>,
+    request_hash: &str,
+    reference: &str,
+    lock_ms: i64,
+    ttl_ms: i64,
+) -> Result<Claim, StoreError> {
+    let lock = uuid::Uuid::new_v4().simple().to_string();
+    // Two rounds at most: the second one runs after an expired key was swept.
+    for _ in 0..2 {
+        let now = now_ms();
+        let inserted = sqlx::query(
+            "INSERT INTO idempotency_keys (merchant_id, environment, key, request_hash, \
+             reference, locked_until, created_at, expires_at, lock_owner) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT DO NOTHING",
+        )
+        .bind(scope.merchant_id)
+        .bind(scope.environment.as_str())
+        .bind(scope.key)
+        .bind(request_hash)
+        .bind(reference)
+        .bind(now + lock_ms)
+        .bind(now)
+        .bind(now + ttl_ms)
+        .bind(&lock)
+        .execute(&mut *conn)
+        .await?;
+        if inserted.rows_affected() == 1 {
+            return Ok(Claim::Fresh {
+                reference: reference.to_owned(),
+                lock,
+            });
+        }
+        let Some(row) = sqlx::query(
+            "SELECT request_hash, reference, response_status, response_body, locked_until, \
+             expires_at FROM idempotency_keys \
+             WHERE merchant_id = $1 AND environment = $2 AND key = $3",
+        )
+        .bind(scope.merchant_id)
+        .bind(scope.environment.as_str())
+        .bind(scope.key)
+        .fetch_optional(&mut *conn)
+        .await?
+        else {
+            continue; // released between our insert and select: try again
+        };
+        let (stored_hash, stored_reference): (String, String) = (row.get(0), row.get(1));
+        let (status, body): (Option<i64>, Option<String>) = (row.get(2), row.get(3));
+        let (locked_until, expires_at): (i64, i64) = (row.get(4), row.get(5));
+        if expires_at <= now {
+            sqlx::query(
+                "DELETE FROM idempotency_keys \
+                 WHERE merchant_id = $1 AND environment = $2 AND key = $3 AND expires_at <= $4",
+            )
+            .bind(scope.merchant_id)
+            .bind(scope.environment.as_str())
+            .bind(scope.key)
+            .bind(now)
+            .execute(&mut *conn)
+            .await?;
+            continue;
+        }
+        if stored_hash != request_hash {
+            return Ok(Claim::Mismatch);
+        }
+        if let (Some(status), Some(body)) = (status, body) {
+            return Ok(Claim::Replay {
+                status: u16::try_from(status)
+                    .map_err(|_| StoreError::Corrupt(format!("response status {status}")))?,
+                body,
+            });
+        }
+        if locked_until > now {
+            return Ok(Claim::InProgress);
+        }
+        // The first request died: take its lock over, unless someone else just did.
+        let taken = sqlx::query(
+            "UPDATE idempotency_keys SET locked_until = $1, lock_owner = $6 \
+             WHERE merchant_id = $2 AND environment = $3 AND key = $4 \
+               AND response_status IS NULL AND locked_until = $5",
+        )
+        .bind(now + lock_ms)
+        .bind(scope.merchant_id)
+        .bind(scope.environment.as_str())
+        .bind(scope.key)
+        .bind(locked_until)
+        .bind(&lock)
+        .execute(&mut *conn)
+        .await?;
+        return Ok(if taken.rows_affected() == 1 {
+            Claim::Resume {
+                reference: stored_reference,
+                lock,
+            }
+        } else {
+            Claim::InProgress
+        });
+    }
+    Ok(Claim::InProgress)
 }

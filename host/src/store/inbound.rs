@@ -5,7 +5,7 @@ use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use sqlx::Row;
 
-use super::{Store, StoreError, now_ms};
+use super::{Columns, Store, StoreError, now_ms};
 
 #[derive(Debug, Clone)]
 pub struct NotificationRecord {
@@ -123,20 +123,17 @@ impl Store {
 }
 
 fn record_of(r: &sqlx::any::AnyRow) -> Result<NotificationRecord, StoreError> {
-    let headers: String = r.get(6);
-    let body: String = r.get(7);
     Ok(NotificationRecord {
-        id: r.get(0),
-        credential_id: r.get(1),
-        received_at: r.get(2),
-        method: r.get(3),
-        path: r.get(4),
-        query: r.get(5),
-        headers: serde_json::from_str(&headers)
-            .map_err(|e| StoreError::Corrupt(format!("notification headers: {e}")))?,
+        id: r.col("id")?,
+        credential_id: r.col("credential_id")?,
+        received_at: r.col("received_at")?,
+        method: r.col("method")?,
+        path: r.col("path")?,
+        query: r.col("query")?,
+        headers: r.json("headers")?,
         body: STANDARD
-            .decode(body)
+            .decode(r.col::<String>("body")?)
             .map_err(|e| StoreError::Corrupt(format!("notification body: {e}")))?,
-        attempts: r.get(8),
+        attempts: r.col("attempts")?,
     })
 }

@@ -1,8 +1,6 @@
 //! Merchants: the accounts that own API keys, PSP credentials and charges, each on a plan.
 
-use sqlx::Row;
-
-use super::{Store, StoreError, now_ms};
+use super::{Columns, Store, StoreError, now_ms};
 use crate::plans::PlanId;
 
 #[derive(Debug, Clone)]
@@ -52,13 +50,10 @@ impl Store {
 }
 
 fn merchant_of(r: &sqlx::any::AnyRow) -> Result<Merchant, StoreError> {
-    let plan: String = r.get(3);
     Ok(Merchant {
-        id: r.get(0),
-        name: r.get(1),
-        created_at: r.get(2),
-        plan: plan
-            .parse()
-            .map_err(|_| StoreError::Corrupt(format!("plan {plan:?}")))?,
+        id: r.col("id")?,
+        name: r.col("name")?,
+        created_at: r.col("created_at")?,
+        plan: r.parsed("plan")?,
     })
 }

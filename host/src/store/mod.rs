@@ -13,6 +13,9 @@
 //! [`plans`] (each merchant's plan, the monthly charge counter, the limit check);
 //! [`retention`] (logs swept after the plan's retention days); [`sso`] (single sign-on:
 //! each merchant's identity provider, its domains, sign-ins under way).
+//!
+//! The charge path's writes go through [`Store::write`] (`group_commit`): on SQLite, many
+//! requests' writes share one transaction and one sync to disk.
 
 pub mod adapter_cache;
 pub mod api_keys;
@@ -21,6 +24,7 @@ pub mod charges;
 pub mod credentials;
 pub mod events;
 pub mod evidence;
+mod group_commit;
 pub mod idempotency;
 pub mod inbound;
 pub mod live;
@@ -69,6 +73,9 @@ pub enum Backend {
 pub struct Store {
     pool: AnyPool,
     backend: Backend,
+    /// SQLite's group-commit writer; `None` on PostgreSQL (and for in-memory SQLite, whose
+    /// connections each see a database of their own).
+    writer: Option<group_commit::Writer>,
 }
 
 impl Store {
@@ -82,6 +89,7 @@ impl Store {
         sqlx::any::install_default_drivers();
         let bad = |reason: &str| StoreError::BadUrl(redact_url(url), reason.to_owned());
         let mut synchronous = Synchronous::Full;
+        let mut in_memory = false;
         let (backend, url) = if let Some(path) = url.strip_prefix("sqlite://") {
             let (file, query) = path.split_once('?').unwrap_or((path, ""));
             // Ours, not sqlx's: taken out of the query before sqlx reads it.
@@ -103,6 +111,7 @@ impl Store {
             if file.is_empty() {
                 return Err(bad("give a file path, e.g. sqlite://data/pixgw.db"));
             }
+            in_memory = file == ":memory:";
             if file != ":memory:"
                 && let Some(dir) = std::path::Path::new(file).parent()
                 && !dir.as_os_str().is_empty()
@@ -144,7 +153,13 @@ impl Store {
             .connect_with(options)
             .await
             .map_err(StoreError::Connect)?;
-        Ok(Store { pool, backend })
+        let writer = (backend == Backend::Sqlite && !in_memory)
+            .then(|| group_commit::Writer::start(pool.clone()));
+        Ok(Store {
+            pool,
+            backend,
+            writer,
+        })
     }
 
     /// Brings the schema up to date. Safe to run from several processes at once.
@@ -231,6 +246,61 @@ fn lease_owner() -> String {
 fn environment_of(text: String) -> Result<crate::domain::Environment, StoreError> {
     text.parse()
         .map_err(|_| StoreError::Corrupt(format!("environment {text:?}")))
+}
+
+/// Reads a row's columns by name, so a record's mapping does not depend on the order of a
+/// `SELECT` list. A column that is missing or holds another type is a corrupt row, named in the
+/// error. The `Any` driver decodes the portable types only (`i64`, `String`, `Option`s of them),
+/// which is what the schema uses: flags are `BIGINT` 0/1 and JSON is `TEXT`, hence [`flag`] and
+/// [`json`] beside [`col`].
+///
+/// [`flag`]: Columns::flag
+/// [`json`]: Columns::json
+/// [`col`]: Columns::col
+pub(crate) trait Columns {
+    fn col<T>(&self, name: &str) -> Result<T, StoreError>
+    where
+        T: for<'r> sqlx::Decode<'r, sqlx::Any> + sqlx::Type<sqlx::Any>;
+
+    /// A `BIGINT` 0/1 column.
+    fn flag(&self, name: &str) -> Result<bool, StoreError> {
+        Ok(self.col::<i64>(name)? != 0)
+    }
+
+    /// A `TEXT` column holding JSON.
+    fn json<T: serde::de::DeserializeOwned>(&self, name: &str) -> Result<T, StoreError> {
+        let text: String = self.col(name)?;
+        serde_json::from_str(&text).map_err(|e| StoreError::Corrupt(format!("column {name}: {e}")))
+    }
+
+    /// A nullable `TEXT` column holding JSON.
+    fn json_opt<T: serde::de::DeserializeOwned>(
+        &self,
+        name: &str,
+    ) -> Result<Option<T>, StoreError> {
+        self.col::<Option<String>>(name)?
+            .map(|text| serde_json::from_str(&text))
+            .transpose()
+            .map_err(|e| StoreError::Corrupt(format!("column {name}: {e}")))
+    }
+
+    /// A column holding a value of a type that parses from its text (`environment`, roles,
+    /// plans, typed ids…).
+    fn parsed<T: FromStr>(&self, name: &str) -> Result<T, StoreError> {
+        let text: String = self.col(name)?;
+        text.parse()
+            .map_err(|_| StoreError::Corrupt(format!("column {name}: {text:?}")))
+    }
+}
+
+impl Columns for sqlx::any::AnyRow {
+    fn col<T>(&self, name: &str) -> Result<T, StoreError>
+    where
+        T: for<'r> sqlx::Decode<'r, sqlx::Any> + sqlx::Type<sqlx::Any>,
+    {
+        sqlx::Row::try_get(self, name)
+            .map_err(|e| StoreError::Corrupt(format!("column {name}: {e}")))
+    }
 }
 
 /// Now, in the stored representation: Unix milliseconds, UTC.

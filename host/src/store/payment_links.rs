@@ -2,9 +2,7 @@
 //! payments (count and total), counted from its charges; [`link_takes_charges`] is the same
 //! rule as SQL, which the charge insert uses so that no charge is written once a link closed.
 
-use sqlx::Row;
-
-use super::{Store, StoreError};
+use super::{Columns, Store, StoreError};
 use crate::domain::Environment;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -221,22 +219,22 @@ impl Store {
 
 fn record_of(r: &sqlx::any::AnyRow) -> Result<PaymentLinkRecord, StoreError> {
     Ok(PaymentLinkRecord {
-        id: r.get(0),
-        merchant_id: r.get(1),
-        environment: super::environment_of(r.get(2))?,
-        slug: r.get(3),
-        name: r.get(4),
-        amount: r.get(5),
-        min_amount: r.get(6),
-        max_amount: r.get(7),
-        usage_limit: r.get(8),
-        valid_from: r.get(9),
-        valid_until: r.get(10),
-        provider: r.get(11),
-        active: r.get::<i64, _>(12) != 0,
-        created_at: r.get(13),
-        updated_at: r.get(14),
-        paid_count: r.get(15),
-        paid_amount: r.get(16),
+        id: r.col("id")?,
+        merchant_id: r.col("merchant_id")?,
+        environment: r.parsed("environment")?,
+        slug: r.col("slug")?,
+        name: r.col("name")?,
+        amount: r.col("amount")?,
+        min_amount: r.col("min_amount")?,
+        max_amount: r.col("max_amount")?,
+        usage_limit: r.col("usage_limit")?,
+        valid_from: r.col("valid_from")?,
+        valid_until: r.col("valid_until")?,
+        provider: r.col("provider")?,
+        active: r.flag("active")?,
+        created_at: r.col("created_at")?,
+        updated_at: r.col("updated_at")?,
+        paid_count: r.col("paid_count")?,
+        paid_amount: r.col("paid_amount")?,
     })
 }

@@ -3,7 +3,7 @@
 
 use sqlx::Row;
 
-use super::{Store, StoreError, now_ms};
+use super::{Columns, Store, StoreError, now_ms};
 use crate::domain::Environment;
 
 /// One try at a PSP, for the record.
@@ -51,19 +51,8 @@ impl Store {
     }
 
     pub async fn record_charge_attempt(&self, a: &AttemptRecord) -> Result<(), StoreError> {
-        sqlx::query(
-            "INSERT INTO charge_attempts (reference, attempt, credential_id, provider, at, outcome, message) \
-             VALUES ($1, (SELECT COUNT(*) + 1 FROM charge_attempts WHERE reference = $1), $2, $3, $4, $5, $6)",
-        )
-        .bind(&a.reference)
-        .bind(&a.credential_id)
-        .bind(&a.provider)
-        .bind(now_ms())
-        .bind(a.outcome)
-        .bind(&a.message)
-        .execute(self.pool())
-        .await?;
-        Ok(())
+        let mut conn = self.pool().acquire().await?;
+        insert_attempt(&mut conn, a).await
     }
 
     /// The attempts made for a reference, in order.
@@ -75,15 +64,37 @@ impl Store {
         .bind(reference)
         .fetch_all(self.pool())
         .await?;
-        Ok(rows
-            .iter()
-            .map(|r| AttemptRow {
-                attempt: r.get(0),
-                provider: r.get(1),
-                outcome: r.get(2),
-                message: r.get(3),
-                at: r.get(4),
+        rows.iter()
+            .map(|r| {
+                Ok(AttemptRow {
+                    attempt: r.col("attempt")?,
+                    provider: r.col("provider")?,
+                    outcome: r.col("outcome")?,
+                    message: r.col("message")?,
+                    at: r.col("at")?,
+                })
             })
-            .collect())
+            .collect()
     }
+}
+
+/// Records one try inside the caller's transaction (the charge path writes it together with
+/// the charge's state change).
+pub(crate) async fn insert_attempt(
+    conn: &mut sqlx::AnyConnection,
+    a: &AttemptRecord,
+) -> Result<(), StoreError> {
+    sqlx::query(
+        "INSERT INTO charge_attempts (reference, attempt, credential_id, provider, at, outcome, message) \
+         VALUES ($1, (SELECT COUNT(*) + 1 FROM charge_attempts WHERE reference = $1), $2, $3, $4, $5, $6)",
+    )
+    .bind(&a.reference)
+    .bind(&a.credential_id)
+    .bind(&a.provider)
+    .bind(now_ms())
+    .bind(a.outcome)
+    .bind(&a.message)
+    .execute(&mut *conn)
+    .await?;
+    Ok(())
 }

@@ -3,7 +3,7 @@
 
 use sqlx::Row;
 
-use super::{Store, StoreError, environment_of};
+use super::{Columns, Store, StoreError};
 use crate::domain::Environment;
 
 #[derive(Debug, Clone)]
@@ -90,6 +90,30 @@ impl Store {
         Ok(done.rows_affected())
     }
 
+    /// Records that session `id` was started by single sign-on.
+    pub async fn mark_sso_session(&self, id: &str) -> Result<(), StoreError> {
+        sqlx::query("INSERT INTO sso_sessions (session_id) VALUES ($1) ON CONFLICT DO NOTHING")
+            .bind(id)
+            .execute(self.pool())
+            .await?;
+        Ok(())
+    }
+
+    /// Ends the sessions at `merchant_id` that no single sign-on started, except the owners'
+    /// (when SSO becomes required); how many ended.
+    pub async fn end_password_sessions(&self, merchant_id: &str) -> Result<u64, StoreError> {
+        let done = sqlx::query(
+            "DELETE FROM sessions WHERE merchant_id = $1 \
+             AND id NOT IN (SELECT session_id FROM sso_sessions) \
+             AND user_id NOT IN (SELECT user_id FROM memberships \
+                                 WHERE merchant_id = $1 AND role = 'owner')",
+        )
+        .bind(merchant_id)
+        .execute(self.pool())
+        .await?;
+        Ok(done.rows_affected())
+    }
+
     /// Sessions past their absolute end or idle for longer than `idle_ms`.
     pub async fn sweep_sessions(&self, now: i64, idle_ms: i64) -> Result<u64, StoreError> {
         let done = sqlx::query("DELETE FROM sessions WHERE expires_at <= $1 OR last_seen_at <= $2")
@@ -163,14 +187,14 @@ impl Store {
 
 fn session_of(r: &sqlx::any::AnyRow) -> Result<SessionRecord, StoreError> {
     Ok(SessionRecord {
-        id: r.get(0),
-        user_id: r.get(1),
-        merchant_id: r.get(2),
-        csrf_token: r.get(3),
-        environment: environment_of(r.get(4))?,
-        ip: r.get(5),
-        created_at: r.get(6),
-        last_seen_at: r.get(7),
-        expires_at: r.get(8),
+        id: r.col("id")?,
+        user_id: r.col("user_id")?,
+        merchant_id: r.col("merchant_id")?,
+        csrf_token: r.col("csrf_token")?,
+        environment: r.parsed("environment")?,
+        ip: r.col("ip")?,
+        created_at: r.col("created_at")?,
+        last_seen_at: r.col("last_seen_at")?,
+        expires_at: r.col("expires_at")?,
     })
 }

@@ -6,7 +6,7 @@
 use sqlx::Row;
 
 use super::users::UserRecord;
-use super::{Store, StoreError};
+use super::{Columns, Store, StoreError};
 use crate::policy::Role;
 
 /// A merchant's identity provider, as stored.
@@ -323,23 +323,18 @@ impl Store {
 }
 
 fn config_of(r: &sqlx::any::AnyRow, domains: Vec<String>) -> Result<SsoConfigRecord, StoreError> {
-    let role: String = r.get(4);
-    let mapping: String = r.get(6);
     Ok(SsoConfigRecord {
-        merchant_id: r.get(0),
-        issuer_url: r.get(1),
-        client_id: r.get(2),
-        client_secret_sealed: r.get(3),
-        default_role: role
-            .parse()
-            .map_err(|_| StoreError::Corrupt(format!("SSO default role {role:?}")))?,
-        role_claim: r.get(5),
-        role_mapping: serde_json::from_str(&mapping)
-            .map_err(|e| StoreError::Corrupt(format!("SSO role mapping: {e}")))?,
-        require_sso: r.get::<i64, _>(7) != 0,
+        merchant_id: r.col("merchant_id")?,
+        issuer_url: r.col("issuer_url")?,
+        client_id: r.col("client_id")?,
+        client_secret_sealed: r.col("client_secret_sealed")?,
+        default_role: r.parsed("default_role")?,
+        role_claim: r.col("role_claim")?,
+        role_mapping: r.json("role_mapping")?,
+        require_sso: r.flag("require_sso")?,
         domains,
-        created_at: r.get(8),
-        updated_at: r.get(9),
+        created_at: r.col("created_at")?,
+        updated_at: r.col("updated_at")?,
     })
 }
 
@@ -348,7 +343,7 @@ mod tests {
     use super::*;
     use crate::store::now_ms;
 
-    /// The SSO tables on SQLite here; `host/tests/dashboard/sso.rs` runs the same paths on
+    /// The SSO tables on SQLite here; `host/tests/it/dashboard/sso.rs` runs the same paths on
     /// PostgreSQL through the binary.
     async fn store() -> (Store, tempfile::TempDir) {
         let dir = tempfile::tempdir().unwrap();

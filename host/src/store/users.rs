@@ -3,7 +3,7 @@
 
 use sqlx::Row;
 
-use super::{Store, StoreError, now_ms};
+use super::{Columns, Store, StoreError, now_ms};
 use crate::policy::Role;
 
 #[derive(Debug, Clone)]
@@ -147,7 +147,7 @@ impl Store {
         .bind(email)
         .fetch_one(&mut *tx)
         .await?;
-        let user = user_of(&row);
+        let user = user_of(&row)?;
         if !is_member(&mut tx, merchant_id, &user.id).await?
             && let Err(reached) = self
                 .admit(
@@ -183,7 +183,7 @@ impl Store {
         .bind(email)
         .fetch_optional(self.pool())
         .await?;
-        Ok(row.as_ref().map(user_of))
+        row.as_ref().map(user_of).transpose()
     }
 
     pub async fn user(&self, id: &str) -> Result<Option<UserRecord>, StoreError> {
@@ -191,7 +191,7 @@ impl Store {
             .bind(id)
             .fetch_optional(self.pool())
             .await?;
-        Ok(row.as_ref().map(user_of))
+        row.as_ref().map(user_of).transpose()
     }
 
     pub async fn set_password_hash(&self, user_id: &str, hash: &str) -> Result<(), StoreError> {
@@ -325,6 +325,26 @@ impl Store {
         } else {
             MembershipChange::NotAMember
         })
+    }
+
+    /// Sets a member's role from their identity provider's claims; an owner keeps theirs.
+    /// `true` when the role changed.
+    pub async fn set_role_by_sso(
+        &self,
+        merchant_id: &str,
+        user_id: &str,
+        role: Role,
+    ) -> Result<bool, StoreError> {
+        let done = sqlx::query(
+            "UPDATE memberships SET role = $3 WHERE merchant_id = $1 AND user_id = $2 \
+             AND role <> 'owner' AND role <> $3",
+        )
+        .bind(merchant_id)
+        .bind(user_id)
+        .bind(role.as_str())
+        .execute(self.pool())
+        .await?;
+        Ok(done.rows_affected() == 1)
     }
 
     /// Writes an invitation, if the team has room for one more person in the merchant's plan
@@ -489,27 +509,27 @@ async fn is_member(
     )
 }
 
-fn user_of(r: &sqlx::any::AnyRow) -> UserRecord {
-    UserRecord {
-        id: r.get(0),
-        email: r.get(1),
-        name: r.get(2),
-        password_hash: r.get(3),
-        locale: r.get(4),
-        created_at: r.get(5),
-    }
+fn user_of(r: &sqlx::any::AnyRow) -> Result<UserRecord, StoreError> {
+    Ok(UserRecord {
+        id: r.col("id")?,
+        email: r.col("email")?,
+        name: r.col("name")?,
+        password_hash: r.col("password_hash")?,
+        locale: r.col("locale")?,
+        created_at: r.col("created_at")?,
+    })
 }
 
 fn invitation_of(r: &sqlx::any::AnyRow) -> Result<InvitationRecord, StoreError> {
     Ok(InvitationRecord {
-        id: r.get(0),
-        merchant_id: r.get(1),
-        email: r.get(2),
-        role: role_of(r.get(3))?,
-        invited_by: r.get(4),
-        created_at: r.get(5),
-        expires_at: r.get(6),
-        accepted_at: r.get(7),
-        revoked_at: r.get(8),
+        id: r.col("id")?,
+        merchant_id: r.col("merchant_id")?,
+        email: r.col("email")?,
+        role: role_of(r.col("role")?)?,
+        invited_by: r.col("invited_by")?,
+        created_at: r.col("created_at")?,
+        expires_at: r.col("expires_at")?,
+        accepted_at: r.col("accepted_at")?,
+        revoked_at: r.col("revoked_at")?,
     })
 }

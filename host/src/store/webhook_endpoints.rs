@@ -4,7 +4,7 @@
 use sqlx::Row;
 
 use super::credentials::Saved;
-use super::{Store, StoreError, now_ms};
+use super::{Columns, Store, StoreError, now_ms};
 use crate::domain::Environment;
 
 #[derive(Debug, Clone)]
@@ -287,24 +287,22 @@ async fn cancel_pending(tx: &mut sqlx::AnyConnection, endpoint_id: &str) -> Resu
 }
 
 fn record_of(r: &sqlx::any::AnyRow) -> Result<EndpointRecord, StoreError> {
-    let events: String = r.get(5);
     Ok(EndpointRecord {
-        id: r.get(0),
-        merchant_id: r.get(1),
-        environment: super::environment_of(r.get(2))?,
-        url: r.get(3),
-        description: r.get(4),
-        events: serde_json::from_str(&events)
-            .map_err(|e| StoreError::Corrupt(format!("endpoint events: {e}")))?,
-        secret_sealed: r.get(6),
-        previous_secret_sealed: r.get(7),
-        previous_expires_at: r.get(8),
-        status: r.get(9),
-        disabled_reason: r.get(10),
-        failing_since: r.get(11),
-        created_at: r.get(12),
-        updated_at: r.get(13),
-        version: r.get(14),
+        id: r.col("id")?,
+        merchant_id: r.col("merchant_id")?,
+        environment: r.parsed("environment")?,
+        url: r.col("url")?,
+        description: r.col("description")?,
+        events: r.json("events")?,
+        secret_sealed: r.col("secret_sealed")?,
+        previous_secret_sealed: r.col("previous_secret_sealed")?,
+        previous_expires_at: r.col("previous_expires_at")?,
+        status: r.col("status")?,
+        disabled_reason: r.col("disabled_reason")?,
+        failing_since: r.col("failing_since")?,
+        created_at: r.col("created_at")?,
+        updated_at: r.col("updated_at")?,
+        version: r.col("version")?,
     })
 }
 

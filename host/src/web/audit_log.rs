@@ -73,6 +73,7 @@ fn action_key(action: &str) -> Option<&'static str> {
         "sso.sign_in_refused" => "audit.action.sso.sign_in_refused",
         "sso.member_created" => "audit.action.sso.member_created",
         "sso.password_refused" => "audit.action.sso.password_refused",
+        "sso.role_set" => "audit.action.sso.role_set",
         _ => return None,
     })
 }

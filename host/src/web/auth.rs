@@ -306,6 +306,9 @@ struct InvitationPage {
     role: &'static str,
     /// The invited address has an account: only its password is asked.
     existing_account: bool,
+    /// The account has no password (single sign-on made it): it accepts by signing in with the
+    /// merchant's SSO, at this address.
+    sso_link: Option<String>,
     name: String,
     error: Option<String>,
 }
@@ -326,7 +329,16 @@ async fn invitation_view(
         .await?
         .map(|m| m.name)
         .unwrap_or_default();
-    let existing_account = app.store.user_by_email(&invitation.email).await?.is_some();
+    let existing = app.store.user_by_email(&invitation.email).await?;
+    let existing_account = existing.is_some();
+    let sso_only = existing.as_ref().is_some_and(crate::sso::has_no_password);
+    let has_sso = app
+        .store
+        .sso_config(&invitation.merchant_id)
+        .await?
+        .is_some();
+    let sso_link =
+        (sso_only && has_sso).then(|| crate::sso::sign_in_link(app, &invitation.merchant_id));
     Ok(Ok(InvitationPage {
         c: Public::new(visitor, "invitation.title", &path),
         token: token.to_owned(),
@@ -334,6 +346,7 @@ async fn invitation_view(
         merchant_name,
         role: super::page::role_key(invitation.role),
         existing_account,
+        sso_link,
         name: String::new(),
         error: None,
     }))

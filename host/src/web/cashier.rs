@@ -24,7 +24,7 @@ use super::page::{Page, WebError, render, render_status, see_other};
 use super::session::{Posted, Viewer};
 use crate::app::App;
 use crate::charges::{ChargeInput, PayerInput, ProviderChoice};
-use crate::domain::{Amount, Reference};
+use crate::domain::{Amount, Line, Reference};
 use crate::policy::Action;
 use crate::store::charges::{ChargeRecord, ChargeState};
 
@@ -208,16 +208,20 @@ async fn create(
             hint: None,
         });
     };
-    let description = form.description.trim();
-    if description.chars().count() > MAX_DESCRIPTION_CHARS
-        || description.chars().any(char::is_control)
-    {
-        return refuse(FormError {
-            field: Some("description"),
-            message: lang.t("cashier.error.description").to_owned(),
-            hint: None,
-        });
-    }
+    // The same rule as the API's (`Line`): one line, no control character of any kind.
+    let description = match form.description.trim() {
+        "" => None,
+        typed => match Line::parse("description", typed, MAX_DESCRIPTION_CHARS) {
+            Ok(line) => Some(line),
+            Err(_) => {
+                return refuse(FormError {
+                    field: Some("description"),
+                    message: lang.t("cashier.error.description").to_owned(),
+                    hint: None,
+                });
+            }
+        },
+    };
     let Some(choice) = providers.iter().find(|p| p.value == form.provider) else {
         return refuse(FormError {
             field: Some("provider"),
@@ -247,7 +251,7 @@ async fn create(
         } else {
             ProviderChoice::One(choice.value.clone())
         },
-        description: (!description.is_empty()).then(|| description.to_owned()),
+        description,
         payer: PayerInput::default(),
         expires_in: VALIDITY_SECS,
         metadata: Default::default(),

@@ -30,7 +30,7 @@ use super::page::{WebError, format_time, see_other};
 use super::session::{Visitor, VisitorPosted, cookie};
 use crate::app::App;
 use crate::charges::{ChargeError, PayerInput};
-use crate::domain::{Amount, Document, Email, Environment, Reference};
+use crate::domain::{Amount, Document, Email, Environment, Line, Reference};
 use crate::payment_links::{self, AmountRefused, Availability, PayError, Price};
 use crate::runtime::PayerField;
 use crate::store::charges::{ChargeRecord, ChargeState};
@@ -495,14 +495,11 @@ fn payer_of(
     let mut payer = PayerInput::default();
     let refuse = |field: &'static str, key: &str| (field, lang.t(key).to_owned());
     if fields.contains(&PayerField::Name) {
-        let name = form.name.trim();
-        if name.is_empty()
-            || name.chars().count() > MAX_PAYER_NAME_CHARS
-            || name.chars().any(char::is_control)
-        {
-            return Err(refuse("name", "checkout.error.name"));
-        }
-        payer.name = Some(name.to_owned());
+        // The API's rule (`Line`): one line, no control character of any kind.
+        payer.name = Some(
+            Line::parse("name", &form.name, MAX_PAYER_NAME_CHARS)
+                .map_err(|_| refuse("name", "checkout.error.name"))?,
+        );
     }
     if fields.contains(&PayerField::Email) {
         payer.email = Some(

@@ -374,6 +374,96 @@ fn error_answers_keep_the_psps_words() {
     );
 }
 
+/// The central bank's vocabulary, read once for the seven banks: the field an answer names, the
+/// problem type or error name, the certificate at 401/403, the word `chave`.
+#[test]
+fn the_central_banks_vocabulary_says_the_reason() {
+    let reason = |status, body: &str| create_error(status, body).reason();
+    let problem = |property: &str| {
+        format!(
+            r#"{{"type":"https://pix.bcb.gov.br/api/v2/error/CobOperacaoInvalida","title":"Cobrança inválida.","status":400,"detail":"x","violacoes":[{{"razao":"y","propriedade":"{property}"}}]}}"#
+        )
+    };
+    assert_eq!(reason(400, &problem("cob.chave")), Reason::PixKey);
+    assert_eq!(reason(400, &problem("chave")), Reason::PixKey);
+    assert_eq!(reason(400, &problem("cob.valor.original")), Reason::Amount);
+    assert_eq!(reason(400, &problem("cob.devedor.cpf")), Reason::PayerData);
+    assert_eq!(
+        reason(400, &problem("cob.calendario.expiracao")),
+        Reason::Unspecified
+    );
+    // Efí's names; BB's codes (numbers at the real BB, so its message's `chave` decides).
+    assert_eq!(
+        reason(
+            400,
+            r#"{"nome":"chave_invalida","mensagem":"A chave Pix informada não pertence a esta conta"}"#
+        ),
+        Reason::PixKey
+    );
+    assert_eq!(
+        reason(
+            400,
+            r#"{"nome":"valor_invalido","mensagem":"O valor informado é inválido"}"#
+        ),
+        Reason::Amount
+    );
+    assert_eq!(
+        reason(
+            422,
+            r#"{"erros":[{"codigo":"4769515","versao":"1","mensagem":"O campo chave é inválido."}]}"#
+        ),
+        Reason::PixKey
+    );
+    // Refused access: the certificate when the answer names it, else the credential.
+    assert_eq!(
+        reason(
+            403,
+            r#"{"nome":"acesso_negado","mensagem":"O certificado apresentado não pertence à aplicação dona do token"}"#
+        ),
+        Reason::Certificate
+    );
+    assert_eq!(
+        reason(
+            403,
+            r#"{"nome":"acesso_negado","mensagem":"Escopo insuficiente"}"#
+        ),
+        Reason::Credentials
+    );
+    assert_eq!(
+        reason(
+            400,
+            r#"{"nome":"json_invalido","mensagem":"Campo solicitacaoPagador inválido"}"#
+        ),
+        Reason::Unspecified
+    );
+    // Not found by its problem type, also where a create meets a 404.
+    assert_eq!(
+        reason(
+            404,
+            r#"{"type":"https://pix.bcb.gov.br/api/v2/error/NaoEncontrado","title":"Não Encontrado","status":404,"detail":"Webhook não encontrado para a chave informada"}"#
+        ),
+        Reason::NotFound
+    );
+
+    // The token endpoint refusing the credential, or its certificate.
+    let host = FakeHost::new();
+    host.reply(
+        401,
+        r#"{"error":"invalid_client","error_description":"Invalid or inactive credentials"}"#,
+    );
+    let e = PSP.check_credentials(&host, &ctx()).unwrap_err();
+    assert_eq!(
+        (e.kind(), e.reason()),
+        ("bad-credentials", Reason::Credentials)
+    );
+    host.reply(401, r#"{"error":"invalid_client","error_description":"Certificado não corresponde ao client_id"}"#);
+    let e = PSP.check_credentials(&host, &ctx()).unwrap_err();
+    assert_eq!(
+        (e.kind(), e.reason()),
+        ("bad-credentials", Reason::Certificate)
+    );
+}
+
 #[test]
 fn lost_answers() {
     let host = FakeHost::new();

@@ -234,6 +234,7 @@ fn create_at(
         .filter(|d| !d.is_empty())
         .ok_or_else(|| {
             Error::rejected("Asaas requires the payer's CPF or CNPJ (payer.document)")
+                .because(Reason::PayerData)
         })?;
     // Asaas has no idempotency key: a retry of a create that may have reached Asaas, or whose
     // answer was lost, looks for the payment carrying this externalReference before creating
@@ -391,9 +392,9 @@ fn find_by_reference(
 }
 
 fn not_found(reference: &str) -> Error {
-    Error::NotFound(PspError::new(format!(
+    Error::not_found(format!(
         "Asaas has no payment with externalReference {reference}"
-    )))
+    ))
 }
 
 #[derive(Deserialize)]
@@ -433,8 +434,18 @@ fn call(
     if let Some(body) = body {
         request = request.json(body);
     }
-    // `{"errors":[{"code","description"}]}`, read by the SDK.
-    request.call(host, op, describe_body)
+    request.call(host, op, describe)
+}
+
+/// `{"errors":[{"code","description"}]}`, read by the SDK; the reason from Asaas's code.
+fn describe(status: u16, body: &[u8]) -> PspError {
+    let said = describe_body(status, body);
+    let reason = match said.code.as_deref().unwrap_or_default() {
+        "invalid_value" => Reason::Amount,
+        "invalid_cpfCnpj" | "invalid_name" | "invalid_email" => Reason::PayerData,
+        _ => Reason::Unspecified,
+    };
+    said.because(reason)
 }
 
 /// Asaas's list envelope `{object:"list", hasMore, totalCount, data:[…]}`.

@@ -197,7 +197,7 @@ fn without_a_document_nothing_is_sent() {
     let mut r = request(REF);
     r.payer.document = None;
     let e = create_at(&host, &ctx(), &r, NOW).unwrap_err();
-    assert_eq!(e.kind(), "rejected");
+    assert_eq!((e.kind(), e.reason()), ("rejected", Reason::PayerData));
     assert!(host.sent().is_empty());
     assert_eq!(
         Asaas::manifest().into_wit().required_payer_fields,

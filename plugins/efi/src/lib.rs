@@ -94,6 +94,6 @@ mod tests {
             "https://pix-h.api.efipay.com.br/v2/cob/abcdefghijklmnopqrstuvwxyz1"
         );
         assert!(host.sent().iter().all(|r| r.mtls));
-        assert_eq!(<Efi as Adapter>::manifest().into_wit().wit_version, "1.0.0");
+        assert_eq!(<Efi as Adapter>::manifest().into_wit().wit_version, "2.0.0");
     }
 }

@@ -37,8 +37,9 @@ impl Adapter for Iugu {
             kind: "invoicing PSP",
             credential_fields: vec![
                 CredentialField::secret(TOKEN, "API token").help(
-                    "In iugu's dashboard: Settings > API tokens. A test token for the test \
-                     environment, a live token for live; the host is the same.",
+                    "In iugu's dashboard: Settings > API tokens, the live token. iugu's test \
+                     and live tokens share one host and cannot be told apart, so the test \
+                     environment does not take iugu: try it live with a small amount.",
                 ),
                 CredentialField::text(DEFAULT_EMAIL, "Default payer e-mail")
                     .optional()
@@ -56,6 +57,9 @@ impl Adapter for Iugu {
     }
 
     fn create(host: &dyn Host, ctx: &Context, request: &ChargeRequest) -> Result<Charge, Error> {
+        // Also here, not only when the credential was saved: a test charge must never be an
+        // invoice someone can pay for real.
+        environment_checkable(ctx)?;
         create_at(host, ctx, request, time::now_unix())
     }
 
@@ -117,6 +121,7 @@ impl Adapter for Iugu {
     }
 
     fn check_credentials(host: &dyn Host, ctx: &Context) -> Result<(), Error> {
+        environment_checkable(ctx)?;
         call(
             host,
             ctx,
@@ -130,6 +135,31 @@ impl Adapter for Iugu {
 }
 
 export!(Iugu);
+
+/// iugu's own host serves test and live alike and the token alone decides, yet iugu publishes
+/// no way to ask which kind a token is (README, "Test or live"). A live token saved in the test
+/// environment would make every test charge a real, payable invoice, so the test environment
+/// does not call iugu's own host at all: it takes iugu only where the operator points the
+/// endpoint elsewhere (a simulator). To try iugu for real, use the live environment with a
+/// small amount.
+fn environment_checkable(ctx: &Context) -> Result<(), Error> {
+    let at_iugu = ctx.endpoint(API)? == BASE_URL;
+    if matches!(ctx.environment, Environment::Test) && at_iugu {
+        return Err(Error::BadCredentials(
+            PspError::with_code(
+                "iugu cannot be used in the test environment: iugu's test and live tokens share \
+                 one host and iugu offers no way to check that a token is a test token, so a \
+                 live token here would make test charges real invoices. To try iugu, connect \
+                 your live token in the live environment and charge a small amount (then \
+                 cancel it); to test an integration without real money, use another PSP's \
+                 test environment.",
+                Some("test_environment_unverifiable".into()),
+            )
+            .because(Reason::Credentials),
+        ));
+    }
+    Ok(())
+}
 
 /// `POST /v1/invoices`, with `now` (Unix seconds) deciding the due date.
 fn create_at(
@@ -149,6 +179,7 @@ fn create_at(
                 "iugu requires an e-mail on every invoice: give payer.email, or set the \
                  credential's default payer e-mail (default-email)",
             )
+            .because(Reason::PayerData)
         })?;
     let mut body = json!({
         "email": email,
@@ -222,11 +253,10 @@ fn created(
                 message.push_str(&format!("; canceling the invoice failed: {why}"));
             }
         }
-        return Err(Error::Rejected(PspError {
-            message,
-            code: Some("pix_not_payable".into()),
-            http_status: None,
-        }));
+        return Err(Error::Rejected(
+            PspError::with_code(message, Some("pix_not_payable".into()))
+                .because(Reason::PixNotOffered),
+        ));
     }
     charge(invoice, reference).map_err(|e| error::undecodable(Op::Create, 200, e))
 }
@@ -258,9 +288,9 @@ fn find_by_reference(
 }
 
 fn not_found(reference: &str) -> Error {
-    Error::NotFound(PspError::new(format!(
+    Error::not_found(format!(
         "iugu has no invoice with the custom variable reference={reference}"
-    )))
+    ))
 }
 
 /// An authenticated request to iugu; an answer that is not a success becomes an error
@@ -283,32 +313,51 @@ fn call(
 }
 
 /// iugu's error bodies: `{"errors": "Unauthorized"}` or, for validation,
-/// `{"errors": {"field": ["message", …]}}` → `"field: message; …"`.
+/// `{"errors": {"field": ["message", …]}}` → `"field: message; …"`, the reason from the first
+/// field it names (`payable_with`: the account does not take Pix).
 fn describe(status: u16, body: &[u8]) -> PspError {
     let errors = serde_json::from_slice::<Value>(body)
         .ok()
         .and_then(|v| v.get("errors").cloned());
-    let message = match errors {
-        Some(Value::String(message)) if !message.is_empty() => message,
-        Some(Value::Object(fields)) if !fields.is_empty() => fields
-            .iter()
-            .map(|(field, messages)| {
-                let text = match messages {
-                    Value::Array(list) => list
-                        .iter()
-                        .map(|m| m.as_str().map_or_else(|| m.to_string(), str::to_owned))
-                        .collect::<Vec<_>>()
-                        .join(", "),
-                    Value::String(s) => s.clone(),
-                    other => other.to_string(),
-                };
-                format!("{field}: {text}")
-            })
-            .collect::<Vec<_>>()
-            .join("; "),
+    let (message, reason) = match errors {
+        Some(Value::String(message)) if !message.is_empty() => (message, Reason::Unspecified),
+        Some(Value::Object(fields)) if !fields.is_empty() => {
+            let message = fields
+                .iter()
+                .map(|(field, messages)| {
+                    let text = match messages {
+                        Value::Array(list) => list
+                            .iter()
+                            .map(|m| m.as_str().map_or_else(|| m.to_string(), str::to_owned))
+                            .collect::<Vec<_>>()
+                            .join(", "),
+                        Value::String(s) => s.clone(),
+                        other => other.to_string(),
+                    };
+                    format!("{field}: {text}")
+                })
+                .collect::<Vec<_>>()
+                .join("; ");
+            let reason = fields
+                .keys()
+                .map(|f| field_reason(f))
+                .find(|r| *r != Reason::Unspecified)
+                .unwrap_or(Reason::Unspecified);
+            (message, reason)
+        }
         _ => return describe_body(status, body),
     };
-    PspError::new(message)
+    PspError::new(message).because(reason)
+}
+
+/// What a field of `POST /v1/invoices` refused says must be fixed.
+fn field_reason(field: &str) -> Reason {
+    match field.rsplit('.').next().unwrap_or(field) {
+        "payable_with" => Reason::PixNotEnabled,
+        "price_cents" | "total" | "total_cents" => Reason::Amount,
+        "email" | "cpf_cnpj" | "name" => Reason::PayerData,
+        _ => Reason::Unspecified,
+    }
 }
 
 /// The fields of an invoice the gateway reads.

@@ -102,7 +102,7 @@ fn without_a_payer_email_the_default_address_is_used() {
 fn without_any_email_nothing_is_sent() {
     let host = FakeHost::new();
     let e = create_at(&host, &ctx(), &request(None), NOW).unwrap_err();
-    assert_eq!(e.kind(), "rejected");
+    assert_eq!((e.kind(), e.reason()), ("rejected", Reason::PayerData));
     assert!(
         e.psp_error().unwrap().message.contains("default-email"),
         "{e:?}"
@@ -118,7 +118,7 @@ fn an_invoice_without_pix_is_canceled_and_refused() {
     host.reply(200, &no_pix.to_string())
         .reply(200, &invoice("canceled", json!({})));
     let e = create_at(&host, &ctx(), &request(Some("payer@example.com")), NOW).unwrap_err();
-    assert_eq!(e.kind(), "rejected");
+    assert_eq!((e.kind(), e.reason()), ("rejected", Reason::PixNotOffered));
     let message = &e.psp_error().unwrap().message;
     assert!(
         message.contains("Pix was not among the payable methods")
@@ -154,6 +154,14 @@ fn iugus_errors_keep_its_words() {
         e.psp_error().unwrap().message,
         "payable_with: Pix não está habilitado para esta conta"
     );
+    assert_eq!(e.reason(), Reason::PixNotEnabled, "the field iugu names");
+
+    host.reply(
+        422,
+        r#"{"errors":{"items.price_cents":["deve ser maior que 0"]}}"#,
+    );
+    let e = create_at(&host, &ctx(), &request(Some("a@b.c")), NOW).unwrap_err();
+    assert_eq!((e.kind(), e.reason()), ("rejected", Reason::Amount));
 }
 
 #[test]
@@ -292,11 +300,56 @@ fn a_trigger_is_confirmed_by_asking_for_the_invoice() {
 #[test]
 fn manifest() {
     let m = Iugu::manifest().into_wit();
-    assert_eq!(m.wit_version, "1.0.0");
+    assert_eq!(m.wit_version, "2.0.0");
     assert_eq!(m.endpoints[0].test_url, m.endpoints[0].live_url);
     assert!(
         m.credential_fields
             .iter()
             .any(|f| f.name == "default-email" && !f.required)
+    );
+}
+
+/// The test environment never reaches iugu's own host: nothing is sent, on save or on create,
+/// and the refusal says how to try iugu instead. Live, and a test environment pointed at a
+/// simulator, go ahead.
+#[test]
+fn the_test_environment_does_not_reach_iugus_own_host() {
+    let host = FakeHost::new();
+    let refused = [
+        Iugu::check_credentials(&host, &ctx()).unwrap_err(),
+        Iugu::create(&host, &ctx(), &request(Some("payer@example.com"))).unwrap_err(),
+    ];
+    for e in refused {
+        let Error::BadCredentials(psp) = &e else {
+            panic!("{e:?}")
+        };
+        assert_eq!(psp.code.as_deref(), Some("test_environment_unverifiable"));
+        assert_eq!(e.reason(), Reason::Credentials);
+        assert!(
+            psp.message
+                .contains("connect your live token in the live environment"),
+            "{}",
+            psp.message
+        );
+    }
+    assert!(host.sent().is_empty(), "nothing sent to iugu");
+
+    let live = Context::new(Environment::Live)
+        .with_field("api-token", "TOKEN123")
+        .with_endpoint("api", "https://api.iugu.com/");
+    host.reply(200, r#"{"items":[],"totalItems":0}"#);
+    Iugu::check_credentials(&host, &live).unwrap();
+    let simulator = Context::new(Environment::Test)
+        .with_field("api-token", "TOKEN123")
+        .with_endpoint("api", "https://127.0.0.1:9443/iugu");
+    host.reply(200, r#"{"items":[],"totalItems":0}"#);
+    Iugu::check_credentials(&host, &simulator).unwrap();
+    let sent = host.sent();
+    assert_eq!(
+        (sent[0].url.as_str(), sent[1].url.as_str()),
+        (
+            "https://api.iugu.com/v1/invoices?limit=1",
+            "https://127.0.0.1:9443/iugu/v1/invoices?limit=1"
+        )
     );
 }

@@ -280,11 +280,10 @@ fn account_environment(host: &dyn Host, ctx: &Context, cached: bool) -> Result<(
 }
 
 fn environment_mismatch(message: &str) -> Error {
-    Error::BadCredentials(PspError {
-        message: message.to_owned(),
-        code: Some("account_environment_mismatch".into()),
-        http_status: None,
-    })
+    Error::BadCredentials(
+        PspError::with_code(message, Some("account_environment_mismatch".into()))
+            .because(Reason::Credentials),
+    )
 }
 
 fn hex(bytes: &[u8]) -> String {
@@ -298,11 +297,9 @@ fn create_at(
     request: &ChargeRequest,
     now: i64,
 ) -> Result<Charge, Error> {
-    let email = request
-        .payer
-        .email
-        .as_deref()
-        .ok_or_else(|| Error::rejected("Mercado Pago requires the payer's e-mail"))?;
+    let email = request.payer.email.as_deref().ok_or_else(|| {
+        Error::rejected("Mercado Pago requires the payer's e-mail").because(Reason::PayerData)
+    })?;
     // Also here, not only when the credential was saved (which may skip checks): a test charge
     // must never be a real payment.
     account_environment(host, ctx, true)?;
@@ -391,13 +388,23 @@ fn describe(status: u16, body: &[u8]) -> PspError {
                 Value::Number(n) => Some(n.to_string()),
                 _ => None,
             };
-            PspError {
-                message: said.message,
-                code: code.or(said.error),
-                http_status: None,
-            }
+            let reason = reason(code.as_deref());
+            PspError::with_code(said.message, code.or(said.error)).because(reason)
         }
         Err(_) => error::describe_body(status, body),
+    }
+}
+
+/// Mercado Pago's `cause` codes (its Payments API error table).
+fn reason(code: Option<&str>) -> Reason {
+    match code.unwrap_or_default() {
+        // transaction_amount null / invalid.
+        "4019" | "4037" => Reason::Amount,
+        // payer.email invalid; "Invalid user identification number" (CPF/CNPJ).
+        "4050" | "2067" => Reason::PayerData,
+        // "Collector user without key enabled for QR render": the account has no Pix key.
+        "13253" => Reason::PixNotEnabled,
+        _ => Reason::Unspecified,
     }
 }
 
@@ -422,9 +429,9 @@ fn search(host: &dyn Host, ctx: &Context, reference: &str) -> Result<MpPayment, 
         .query("criteria", "desc");
     let found: Found = send(host, ctx, Op::Read, http)?.decode(Op::Read)?;
     found.results.into_iter().next().ok_or_else(|| {
-        Error::NotFound(PspError::new(format!(
+        Error::not_found(format!(
             "Mercado Pago has no payment with external_reference {reference}"
-        )))
+        ))
     })
 }
 

@@ -169,6 +169,30 @@ fn mercado_pago_errors_keep_the_message() {
         (detail.message.as_str(), detail.code.as_deref()),
         ("payer.email must be a valid email", Some("4050"))
     );
+    assert_eq!(e.reason(), Reason::PayerData, "cause 4050");
+}
+
+#[test]
+fn cause_codes_say_the_reason() {
+    let reason = |code: u32, message: &str| {
+        let body = format!(
+            r#"{{"message":"{message}","error":"bad_request","status":400,"cause":[{{"code":{code},"description":"{message}"}}]}}"#
+        );
+        describe(400, body.as_bytes()).reason
+    };
+    assert_eq!(reason(4037, "Invalid transaction_amount"), Reason::Amount);
+    assert_eq!(
+        reason(2067, "Invalid user identification number"),
+        Reason::PayerData
+    );
+    assert_eq!(
+        reason(13253, "Collector user without key enabled for QR render"),
+        Reason::PixNotEnabled
+    );
+    assert_eq!(
+        reason(4020, "notification_url attribute must be url valid"),
+        Reason::Unspecified
+    );
 }
 
 #[test]
@@ -383,6 +407,7 @@ fn a_token_must_belong_to_an_account_of_its_environment() {
         panic!("{e:?}")
     };
     assert_eq!(psp.code.as_deref(), Some("account_environment_mismatch"));
+    assert_eq!(psp.reason, Reason::Credentials);
     assert!(
         psp.message
             .starts_with("this access token belongs to the real Mercado Pago account 123456789"),

@@ -48,7 +48,8 @@ impl Adapter for PagBank {
         let Some(tax_id) = request.payer.document.as_deref() else {
             return Err(Error::rejected(
                 "PagBank requires the payer's CPF or CNPJ (payer.document)",
-            ));
+            )
+            .because(Reason::PayerData));
         };
         // PagBank has no idempotency key: a retry whose first attempt was answered carries on
         // with that order instead of making a second one.
@@ -104,10 +105,10 @@ impl Adapter for PagBank {
             Some(id) => get_order(host, ctx, id, reference),
             // PagBank cannot look orders up by reference_id. An order whose create answer was
             // lost is unknown here, and nobody was given its QR code: it lapses unpaid.
-            None => Err(Error::NotFound(PspError::new(format!(
+            None => Err(Error::not_found(format!(
                 "no PagBank order is known for reference_id {reference} (PagBank's API finds \
                  orders by id only, and no create answer with an id arrived)"
-            )))),
+            ))),
         }
     }
 
@@ -171,7 +172,8 @@ fn send(host: &dyn Host, ctx: &Context, op: Op, request: Request) -> Result<Resp
 }
 
 /// `{"error_messages":[{code, description, parameter_name?}]}` → descriptions (each with its
-/// parameter) joined, the first code; any other body as the SDK reads it.
+/// parameter) joined, the first code, the reason from the first parameter (or code) that says
+/// one; any other body as the SDK reads it.
 fn describe(status: u16, body: &[u8]) -> PspError {
     #[derive(Deserialize)]
     struct Body {
@@ -204,10 +206,28 @@ fn describe(status: u16, body: &[u8]) -> PspError {
         Some(serde_json::Value::Number(n)) => Some(n.to_string()),
         _ => None,
     });
-    PspError {
-        message: message.join("; "),
-        code,
-        http_status: None,
+    let reason = error_messages
+        .iter()
+        .map(|m| match (m.parameter_name.as_deref(), code.as_deref()) {
+            (Some(parameter), _) => parameter_reason(parameter),
+            (None, Some("NOT_FOUND")) => Reason::NotFound,
+            (None, Some("UNAUTHORIZED")) => Reason::Credentials,
+            (None, _) => Reason::Unspecified,
+        })
+        .find(|r| *r != Reason::Unspecified)
+        .unwrap_or(Reason::Unspecified);
+    PspError::with_code(message.join("; "), code).because(reason)
+}
+
+/// The order's parameter PagBank refused: `qr_codes[0].amount.value` is the amount,
+/// `customer.*` the payer.
+fn parameter_reason(parameter: &str) -> Reason {
+    if parameter.starts_with("customer") {
+        Reason::PayerData
+    } else if parameter.contains("amount") {
+        Reason::Amount
+    } else {
+        Reason::Unspecified
     }
 }
 

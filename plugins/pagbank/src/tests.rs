@@ -114,7 +114,10 @@ fn create_posts_an_order_with_a_qr_code() {
 fn a_missing_cpf_is_refused_before_calling() {
     let host = FakeHost::new();
     let error = PagBank::create(&host, &ctx(), &request(None)).unwrap_err();
-    assert_eq!(error.kind(), "rejected");
+    assert_eq!(
+        (error.kind(), error.reason()),
+        ("rejected", Reason::PayerData)
+    );
     assert!(error.psp_error().unwrap().message.contains("CPF or CNPJ"));
     assert!(host.sent().is_empty());
 }
@@ -144,9 +147,15 @@ fn errors_keep_pagbanks_words() {
         (detail.code.as_deref(), detail.http_status),
         (Some("UNAUTHORIZED"), Some(401))
     );
+    assert_eq!(denied.reason(), Reason::Credentials);
 
     let invalid = create();
     assert_eq!(invalid.kind(), "rejected");
+    assert_eq!(
+        invalid.reason(),
+        Reason::PayerData,
+        "the first parameter PagBank names"
+    );
     let detail = invalid.psp_error().unwrap();
     assert_eq!(
         detail.message,

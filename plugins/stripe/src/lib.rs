@@ -188,7 +188,8 @@ impl Adapter for Stripe {
                 "Stripe answered PaymentIntent {id} without Pix data (no \
                  next_action.pix_display_qr_code): check the Stripe account's country setting \
                  (Pix needs an account in Brazil) and that Pix is enabled"
-            )));
+            ))
+            .because(Reason::AccountCannotTakePix));
         }
         Ok(charge)
     }
@@ -284,7 +285,7 @@ fn send(host: &dyn Host, ctx: &Context, op: Op, request: Request) -> Result<Resp
 }
 
 /// A refusal keeps Stripe's `error.message` verbatim and its `code` (or `type` when it has
-/// none).
+/// none); the reason comes from the code and the `param` it names.
 fn describe(status: u16, body: &[u8]) -> PspError {
     #[derive(Deserialize)]
     struct Body {
@@ -296,14 +297,32 @@ fn describe(status: u16, body: &[u8]) -> PspError {
         code: Option<String>,
         #[serde(rename = "type")]
         kind: Option<String>,
+        param: Option<String>,
     }
     match serde_json::from_slice::<Body>(body) {
-        Ok(Body { error }) => PspError {
-            message: error.message,
-            code: error.code.or(error.kind),
-            http_status: None,
-        },
+        Ok(Body { error }) => {
+            let reason = reason(error.code.as_deref(), error.param.as_deref());
+            PspError::with_code(error.message, error.code.or(error.kind)).because(reason)
+        }
         Err(_) => error::describe_body(status, body),
+    }
+}
+
+/// Stripe's error codes (docs.stripe.com/error-codes) and the parameter they name.
+fn reason(code: Option<&str>, param: Option<&str>) -> Reason {
+    let param = param.unwrap_or_default();
+    match code.unwrap_or_default() {
+        // "The payment method type "pix" is invalid … ensure the provided type is activated".
+        "payment_method_invalid_parameter" if param == "payment_method_types" => {
+            Reason::PixNotEnabled
+        }
+        "amount_too_small" | "amount_too_large" => Reason::Amount,
+        "email_invalid" => Reason::PayerData,
+        "resource_missing" => Reason::NotFound,
+        "api_key_expired" | "secret_key_required" => Reason::Credentials,
+        _ if param == "amount" => Reason::Amount,
+        _ if param.starts_with("payment_method_data[billing_details]") => Reason::PayerData,
+        _ => Reason::Unspecified,
     }
 }
 
@@ -319,9 +338,9 @@ fn search(host: &dyn Host, ctx: &Context, reference: &str) -> Result<Intent, Err
         .query("expand[]", "data.latest_charge");
     let found: Found = send(host, ctx, Op::Read, http)?.decode(Op::Read)?;
     found.data.into_iter().next().ok_or_else(|| {
-        Error::NotFound(PspError::new(format!(
+        Error::not_found(format!(
             "Stripe has no PaymentIntent with metadata.reference {reference}"
-        )))
+        ))
     })
 }
 

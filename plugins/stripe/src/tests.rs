@@ -93,7 +93,10 @@ fn an_intent_without_pix_data_is_rejected_and_canceled() {
     host.reply(200, &without.to_string())
         .reply(200, &intent("canceled").to_string());
     let error = Stripe::create(&host, &ctx(), &request(3600)).unwrap_err();
-    assert_eq!(error.kind(), "rejected");
+    assert_eq!(
+        (error.kind(), error.reason()),
+        ("rejected", Reason::AccountCannotTakePix)
+    );
     let message = &error.psp_error().unwrap().message;
     assert!(
         message.contains("without Pix data") && message.contains("country"),
@@ -123,9 +126,15 @@ fn stripe_errors_keep_the_message_and_code() {
     assert_eq!(detail.message, "Invalid API Key provided: sk_test_****1234");
     assert_eq!(detail.code.as_deref(), Some("invalid_request_error"));
     assert_eq!(detail.http_status, Some(401));
+    assert_eq!(e.reason(), Reason::Credentials);
 
     let e = Stripe::create(&host, &ctx(), &request(3600)).unwrap_err();
     assert_eq!(e.kind(), "rejected");
+    assert_eq!(
+        e.reason(),
+        Reason::PixNotEnabled,
+        "the type Stripe names is not activated"
+    );
     let detail = e.psp_error().unwrap();
     assert_eq!(
         detail.message,
@@ -138,6 +147,35 @@ fn stripe_errors_keep_the_message_and_code() {
 
     let e = Stripe::create(&host, &ctx(), &request(3600)).unwrap_err();
     assert_eq!(e.kind(), "ambiguous");
+}
+
+#[test]
+fn stripe_codes_and_params_say_the_reason() {
+    let reason = |body: &str| describe(400, body.as_bytes()).reason;
+    assert_eq!(
+        reason(
+            r#"{"error":{"type":"invalid_request_error","code":"amount_too_small","param":"amount","message":"Amount must be at least R$0.50 brl"}}"#
+        ),
+        Reason::Amount
+    );
+    assert_eq!(
+        reason(
+            r#"{"error":{"type":"invalid_request_error","code":"email_invalid","param":"payment_method_data[billing_details][email]","message":"Invalid email address: x"}}"#
+        ),
+        Reason::PayerData
+    );
+    assert_eq!(
+        reason(
+            r#"{"error":{"type":"invalid_request_error","code":"resource_missing","param":"intent","message":"No such payment_intent: 'pi_1'"}}"#
+        ),
+        Reason::NotFound
+    );
+    assert_eq!(
+        reason(
+            r#"{"error":{"type":"invalid_request_error","code":"parameter_unknown","param":"foo","message":"Received unknown parameter: foo"}}"#
+        ),
+        Reason::Unspecified
+    );
 }
 
 #[test]

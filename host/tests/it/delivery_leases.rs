@@ -1,0 +1,368 @@
+//! The webhook outbox's claim, lease and record on both backends: nothing is claimed for a
+//! disabled or deleted endpoint, recording an attempt never revives a canceled delivery,
+//! leases are fenced by their claim (a worker that lost its lease writes nothing), a lease
+//! that runs out frees the row, a slow endpoint holds only a few rows at once, and the
+//! adapters' durable cache stays within its bound per credential.
+
+use crate::both_backends;
+use crate::common;
+
+use std::time::Duration;
+
+use common::gateway::{Backend, TestDb};
+use common::poll;
+use pixgw::plans::PlanId;
+use pixgw::store::events::{AttemptOutcome, ClaimLimits};
+use pixgw::store::{Store, now_ms};
+
+async fn store_on(backend: Backend) -> (TestDb, Store) {
+    let db = TestDb::new(backend).await;
+    let store = Store::connect(&db.url).await.unwrap();
+    store.migrate().await.unwrap();
+    (db, store)
+}
+
+/// An endpoint row of `merchant_id` in test, `enabled` or `disabled`, deleted or not. Written
+/// in SQL: these tests are about the outbox, not about how endpoints are made.
+async fn endpoint(store: &Store, merchant_id: &str, status: &str, deleted: bool) -> String {
+    let id = format!("we_{}", uuid::Uuid::now_v7().simple());
+    let now = now_ms();
+    sqlx::query(
+        "INSERT INTO webhook_endpoints (id, merchant_id, environment, url, description, events, \
+         secret_sealed, previous_secret_sealed, previous_expires_at, status, disabled_reason, \
+         failing_since, created_at, updated_at, deleted_at) \
+         VALUES ($1, $2, 'test', 'https://loja.example/hooks', NULL, '[\"charge.paid\"]', 'x', \
+         NULL, NULL, $3, NULL, NULL, $4, $4, $5)",
+    )
+    .bind(&id)
+    .bind(merchant_id)
+    .bind(status)
+    .bind(now)
+    .bind(deleted.then_some(now))
+    .execute(store.pool())
+    .await
+    .unwrap();
+    id
+}
+
+/// An event of `merchant_id` and one due delivery of it to each of `endpoints`; returns the
+/// delivery ids in the same order.
+async fn event_to(store: &Store, merchant_id: &str, endpoints: &[&str]) -> Vec<String> {
+    let event = format!("evt_{}", uuid::Uuid::now_v7().simple());
+    let now = now_ms();
+    sqlx::query(
+        "INSERT INTO events (id, merchant_id, environment, type, charge_id, payload, created_at) \
+         VALUES ($1, $2, 'test', 'charge.paid', NULL, '{}', $3)",
+    )
+    .bind(&event)
+    .bind(merchant_id)
+    .bind(now)
+    .execute(store.pool())
+    .await
+    .unwrap();
+    let mut ids = Vec::new();
+    for endpoint in endpoints {
+        let id = format!("whd_{}", uuid::Uuid::now_v7().simple());
+        sqlx::query(
+            "INSERT INTO webhook_deliveries (id, event_id, endpoint_id, status, attempts, \
+             next_attempt_at, created_at) VALUES ($1, $2, $3, 'pending', 0, $4, $4)",
+        )
+        .bind(&id)
+        .bind(&event)
+        .bind(endpoint)
+        .bind(now)
+        .execute(store.pool())
+        .await
+        .unwrap();
+        ids.push(id);
+    }
+    ids
+}
+
+async fn status_of(store: &Store, delivery_id: &str) -> (String, i64) {
+    let row: (String, i64) =
+        sqlx::query_as("SELECT status, attempts FROM webhook_deliveries WHERE id = $1")
+            .bind(delivery_id)
+            .fetch_one(store.pool())
+            .await
+            .unwrap();
+    row
+}
+
+fn limits(lease_ms: i64) -> ClaimLimits {
+    ClaimLimits {
+        lease_ms,
+        rows: 32,
+        per_endpoint: 4,
+    }
+}
+
+fn failed_attempt() -> AttemptOutcome {
+    AttemptOutcome {
+        status_code: Some(503),
+        latency_ms: 5,
+        error: None,
+        response_excerpt: Some("busy".into()),
+        next_status: "pending",
+        next_attempt_at: now_ms(),
+    }
+}
+
+async fn removed_endpoints_get_nothing(backend: Backend) {
+    let (_db, store) = store_on(backend).await;
+    let merchant = store
+        .create_merchant("Loja", PlanId::Enterprise)
+        .await
+        .unwrap();
+    let enabled = endpoint(&store, &merchant.id, "enabled", false).await;
+    let disabled = endpoint(&store, &merchant.id, "disabled", false).await;
+    let deleted = endpoint(&store, &merchant.id, "disabled", true).await;
+    let ids = event_to(&store, &merchant.id, &[&enabled, &disabled, &deleted]).await;
+
+    // Only the enabled endpoint's delivery is claimed.
+    let claimed = store.claim_due_deliveries(limits(60_000)).await.unwrap();
+    let claimed_ids: Vec<&str> = claimed.iter().map(|d| d.delivery.id.as_str()).collect();
+    assert_eq!(claimed_ids, [ids[0].as_str()]);
+
+    // The endpoint is deleted while the attempt is in flight: the lease is not renewed (the
+    // worker stops), and recording the attempt logs it but leaves the delivery canceled.
+    let due = &claimed[0];
+    assert!(
+        store
+            .renew_delivery_lease(&due.delivery.id, &due.lease, 60_000)
+            .await
+            .unwrap()
+    );
+    store.delete_webhook_endpoint(&enabled).await.unwrap();
+    assert!(
+        !store
+            .renew_delivery_lease(&due.delivery.id, &due.lease, 60_000)
+            .await
+            .unwrap()
+    );
+    assert!(
+        store
+            .record_attempt(&due.delivery, &due.lease, &failed_attempt())
+            .await
+            .unwrap()
+    );
+    assert_eq!(status_of(&store, &ids[0]).await, ("canceled".into(), 1));
+    assert_eq!(store.attempts_of(&ids[0]).await.unwrap().len(), 1);
+    // Nothing is due any more, now or later.
+    assert!(
+        store
+            .claim_due_deliveries(limits(60_000))
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    // The other two were never attempted.
+    assert_eq!(status_of(&store, &ids[1]).await, ("pending".into(), 0));
+    assert_eq!(status_of(&store, &ids[2]).await, ("pending".into(), 0));
+}
+both_backends!(removed_endpoints_get_nothing);
+
+async fn a_merchant_disabling_an_endpoint_cancels_and_holds_its_deliveries(backend: Backend) {
+    let (_db, store) = store_on(backend).await;
+    let merchant = store
+        .create_merchant("Loja", PlanId::Enterprise)
+        .await
+        .unwrap();
+    let hook = endpoint(&store, &merchant.id, "enabled", false).await;
+    let ids = event_to(&store, &merchant.id, &[&hook]).await;
+    let claimed = store.claim_due_deliveries(limits(60_000)).await.unwrap();
+    assert_eq!(claimed.len(), 1);
+    // Disabled (as the merchant's PATCH does: the row, then its pending deliveries).
+    sqlx::query("UPDATE webhook_endpoints SET status = 'disabled' WHERE id = $1")
+        .bind(&hook)
+        .execute(store.pool())
+        .await
+        .unwrap();
+    let due = &claimed[0];
+    assert!(
+        !store
+            .renew_delivery_lease(&due.delivery.id, &due.lease, 60_000)
+            .await
+            .unwrap(),
+        "no attempt starts or goes on for a disabled endpoint"
+    );
+    store.cancel_pending_deliveries(&hook).await.unwrap();
+    let ok = AttemptOutcome {
+        status_code: Some(200),
+        next_status: "delivered",
+        ..failed_attempt()
+    };
+    assert!(
+        store
+            .record_attempt(&due.delivery, &due.lease, &ok)
+            .await
+            .unwrap()
+    );
+    assert_eq!(status_of(&store, &ids[0]).await, ("canceled".into(), 1));
+}
+both_backends!(a_merchant_disabling_an_endpoint_cancels_and_holds_its_deliveries);
+
+async fn leases_are_fenced_and_run_out(backend: Backend) {
+    let (_db, store) = store_on(backend).await;
+    let merchant = store
+        .create_merchant("Loja", PlanId::Enterprise)
+        .await
+        .unwrap();
+    let hook = endpoint(&store, &merchant.id, "enabled", false).await;
+    let ids = event_to(&store, &merchant.id, &[&hook]).await;
+
+    let first = store.claim_due_deliveries(limits(300)).await.unwrap();
+    assert_eq!(first.len(), 1);
+    assert!(
+        store
+            .claim_due_deliveries(limits(300))
+            .await
+            .unwrap()
+            .is_empty(),
+        "a leased row is not claimed twice"
+    );
+    // The holder dies: once its lease ran out, another worker takes the row.
+    let second = poll(
+        Duration::from_secs(10),
+        "the lease to run out",
+        async || {
+            let claimed = store.claim_due_deliveries(limits(60_000)).await.unwrap();
+            (!claimed.is_empty()).then_some(claimed)
+        },
+    )
+    .await;
+    assert_eq!(second[0].delivery.id, ids[0]);
+    assert_ne!(second[0].lease, first[0].lease);
+    // The first holder, back from the dead, can neither renew nor record.
+    let stale = &first[0];
+    assert!(
+        !store
+            .renew_delivery_lease(&stale.delivery.id, &stale.lease, 60_000)
+            .await
+            .unwrap()
+    );
+    assert!(
+        !store
+            .record_attempt(&stale.delivery, &stale.lease, &failed_attempt())
+            .await
+            .unwrap()
+    );
+    assert_eq!(store.attempts_of(&ids[0]).await.unwrap().len(), 0);
+    // The new holder records; its lease is then released.
+    let now = &second[0];
+    let done = AttemptOutcome {
+        status_code: Some(200),
+        next_status: "delivered",
+        ..failed_attempt()
+    };
+    assert!(
+        store
+            .record_attempt(&now.delivery, &now.lease, &done)
+            .await
+            .unwrap()
+    );
+    assert_eq!(status_of(&store, &ids[0]).await, ("delivered".into(), 1));
+}
+both_backends!(leases_are_fenced_and_run_out);
+
+async fn a_slow_endpoint_holds_only_a_few_rows(backend: Backend) {
+    let (_db, store) = store_on(backend).await;
+    let merchant = store
+        .create_merchant("Loja", PlanId::Enterprise)
+        .await
+        .unwrap();
+    let other = store
+        .create_merchant("Outra", PlanId::Enterprise)
+        .await
+        .unwrap();
+    let slow = endpoint(&store, &merchant.id, "enabled", false).await;
+    let quick = endpoint(&store, &other.id, "enabled", false).await;
+    for _ in 0..10 {
+        event_to(&store, &merchant.id, &[&slow]).await;
+    }
+    event_to(&store, &other.id, &[&quick]).await;
+
+    let claimed = store.claim_due_deliveries(limits(60_000)).await.unwrap();
+    let to = |endpoint: &str| {
+        claimed
+            .iter()
+            .filter(|d| d.delivery.endpoint_id == endpoint)
+            .count()
+    };
+    assert_eq!((to(&slow), to(&quick)), (4, 1));
+    // While those four are in flight, no more of the slow endpoint's rows are taken.
+    assert!(
+        store
+            .claim_due_deliveries(limits(60_000))
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    // One finishes: one more may go.
+    let done = &claimed
+        .iter()
+        .find(|d| d.delivery.endpoint_id == slow)
+        .unwrap();
+    let ok = AttemptOutcome {
+        status_code: Some(200),
+        next_status: "delivered",
+        ..failed_attempt()
+    };
+    assert!(
+        store
+            .record_attempt(&done.delivery, &done.lease, &ok)
+            .await
+            .unwrap()
+    );
+    let next = store.claim_due_deliveries(limits(60_000)).await.unwrap();
+    assert_eq!(next.len(), 1);
+    assert_eq!(next[0].delivery.endpoint_id, slow);
+}
+both_backends!(a_slow_endpoint_holds_only_a_few_rows);
+
+async fn the_durable_adapter_cache_is_bounded_per_credential(backend: Backend) {
+    use pixgw::runtime::cache::{DurableCache, MAX_ENTRIES_PER_SCOPE};
+    let (db, store) = store_on(backend).await;
+    let _ = &db;
+    // 32 bytes of 7, as base64: a test key.
+    let key = pixgw::vault::MasterKey::from_base64("BwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwc=")
+        .unwrap();
+    let vault = pixgw::vault::Vault::new(key, vec![]);
+    let cache = pixgw::store::adapter_cache::StoreCache {
+        store: store.clone(),
+        vault: std::sync::Arc::new(vault),
+    };
+    let far = now_ms() + 3_600_000;
+    cache
+        .set("asaas/cred-a", "token", "T", far + 1_000_000)
+        .await;
+    for i in 0..(MAX_ENTRIES_PER_SCOPE + 40) {
+        cache
+            .set(
+                "asaas/cred-a",
+                &format!("customer:{i}"),
+                "cus",
+                far + i as i64,
+            )
+            .await;
+    }
+    cache.set("asaas/cred-b", "token", "B", far).await;
+    let count = |scope: &'static str| {
+        let store = store.clone();
+        async move {
+            sqlx::query_scalar::<_, i64>("SELECT COUNT(*) FROM adapter_cache WHERE scope = $1")
+                .bind(scope)
+                .fetch_one(store.pool())
+                .await
+                .unwrap()
+        }
+    };
+    assert_eq!(count("asaas/cred-a").await, MAX_ENTRIES_PER_SCOPE as i64);
+    assert_eq!(count("asaas/cred-b").await, 1);
+    // The entries expiring soonest went; the token and the newest stayed.
+    assert!(cache.get("asaas/cred-a", "token").await.is_some());
+    assert!(cache.get("asaas/cred-a", "customer:0").await.is_none());
+    let last = format!("customer:{}", MAX_ENTRIES_PER_SCOPE + 39);
+    assert!(cache.get("asaas/cred-a", &last).await.is_some());
+}
+both_backends!(the_durable_adapter_cache_is_bounded_per_credential);

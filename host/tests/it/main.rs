@@ -1,0 +1,33 @@
+//! The gateway's integration tests, in one test binary (each binary links wasmtime and the
+//! whole gateway, which dominates build time on a small machine). One module per area; most
+//! start the real `pixgw` binary or a runtime over the built adapters ([`common`]), on SQLite
+//! and on PostgreSQL. Run one area with `cargo test -p pixgw --test it <module>::`.
+
+mod common;
+
+mod dashboard;
+mod adapters_e2e;
+mod api_surface;
+mod charge_safety;
+mod charges_api;
+mod conformance;
+mod delivery_leases;
+mod evidence;
+mod integrators;
+mod payments;
+mod plans;
+mod routing;
+mod runtime_asaas;
+mod runtime_central_bank;
+mod runtime_compile_cache;
+mod runtime_efi;
+mod runtime_hot_reload;
+mod runtime_iugu;
+mod runtime_mercadopago;
+mod runtime_openpix;
+mod runtime_pagbank;
+mod runtime_sandbox;
+mod runtime_stripe;
+mod safety_ops;
+mod serve_binary;
+mod webhook_safety;

@@ -1,0 +1,681 @@
+//! `cargo xtask load`: sustained charge creation, straight at the PSP simulator and through the
+//! gateway, side by side, and an adapter hot swap under that load.
+//!
+//! Bounded and loopback only: a release [`Demo`] (simulator + `pixgw serve`, merchant on the
+//! `ultra_2` plan, rate limit off, reconciler idle) per backend, an in-process load generator
+//! (tokio + reqwest) that creates efi charges with an `Idempotency-Key` each, closed loop
+//! (`--concurrency` requests in flight) or open loop (`--rate` per second, latency measured from
+//! each request's scheduled time), for `--seconds` (60 by default) per run.
+//!
+//! Runs: (a) the simulator alone — the PSP exchange the efi adapter performs (`PUT /v2/cob`
+//! with a cached OAuth token over mTLS); (b) the gateway on each backend (`--backend sqlite`,
+//! `sqlite-normal` (`synchronous = NORMAL`: the durability cost), `postgres` (a database of
+//! its own, dropped afterwards), `both` = sqlite + postgres (default), `all`); (c) halfway
+//! through each gateway run, a new version of `efi.wasm` (one more custom section) is renamed
+//! into the gateway's plugin directory, as an operator would, and `GET /v1/adapters` is
+//! polled until the new version serves. The table gives charges/s, p50/p90/p99/max, errors,
+//! the gateway's peak RSS (`VmHWM`), the swap's time to serve and the requests that failed
+//! while it happened (must be 0: the command fails otherwise).
+
+use std::path::PathBuf;
+use std::process::Command;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, bail, ensure};
+use serde_json::{Value, json};
+use sha2::Digest;
+
+use crate::gateway::Demo;
+use crate::{plugins, target_dir};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Backend {
+    Sqlite,
+    SqliteNormal,
+    Postgres,
+}
+
+impl Backend {
+    fn name(self) -> &'static str {
+        match self {
+            Backend::Sqlite => "sqlite",
+            Backend::SqliteNormal => "sqlite-normal",
+            Backend::Postgres => "postgres",
+        }
+    }
+}
+
+struct Settings {
+    seconds: u64,
+    concurrency: usize,
+    /// Open loop at this many requests per second; closed loop when `None`.
+    rate: Option<u32>,
+    backends: Vec<Backend>,
+    direct: bool,
+}
+
+const USAGE: &str = "cargo xtask load [--seconds N (60)] [--concurrency N (32)] [--rate N] \
+                     [--backend sqlite|sqlite-normal|postgres|both|all] [--no-direct]";
+
+fn settings(args: &[String]) -> anyhow::Result<Settings> {
+    let mut s = Settings {
+        seconds: 60,
+        concurrency: 32,
+        rate: None,
+        backends: vec![Backend::Sqlite, Backend::Postgres],
+        direct: true,
+    };
+    let mut args = args.iter();
+    while let Some(flag) = args.next() {
+        let mut value = || {
+            args.next()
+                .with_context(|| format!("{flag} needs a value; usage: {USAGE}"))
+        };
+        let number = |v: &String| -> anyhow::Result<u64> {
+            v.parse::<u64>()
+                .ok()
+                .filter(|n| *n > 0)
+                .with_context(|| format!("{flag} takes a positive whole number, not {v:?}"))
+        };
+        match flag.as_str() {
+            "--seconds" => s.seconds = number(value()?)?.min(3600),
+            "--concurrency" => s.concurrency = number(value()?)?.min(4096) as usize,
+            "--rate" => s.rate = Some(number(value()?)?.min(100_000) as u32),
+            "--backend" => {
+                s.backends = match value()?.as_str() {
+                    "sqlite" => vec![Backend::Sqlite],
+                    "sqlite-normal" => vec![Backend::SqliteNormal],
+                    "postgres" => vec![Backend::Postgres],
+                    "both" => vec![Backend::Sqlite, Backend::Postgres],
+                    "all" => vec![Backend::Sqlite, Backend::SqliteNormal, Backend::Postgres],
+                    other => bail!(
+                        "--backend {other:?}: use sqlite, sqlite-normal, postgres, both or all"
+                    ),
+                }
+            }
+            "--no-direct" => s.direct = false,
+            other => bail!("unknown option {other:?}; usage: {USAGE}"),
+        }
+    }
+    Ok(s)
+}
+
+/// One run's results.
+struct Run {
+    label: String,
+    /// (start since the run began, latency, success), one per request.
+    samples: Vec<(Duration, Duration, bool)>,
+    elapsed: Duration,
+    first_error: Option<String>,
+    rss_peak_kib: Option<u64>,
+    swap: Option<Swap>,
+}
+
+/// The hot swap of one run.
+struct Swap {
+    /// From the file's rename to `/v1/adapters` naming the new version as serving.
+    serving_after: Result<Duration, String>,
+    /// Requests that failed between the rename and one second after the new version served.
+    failed: usize,
+}
+
+pub fn load(args: &[String]) -> anyhow::Result<()> {
+    let s = settings(args)?;
+    // Built here (the demo builds them again, a no-op) so each run gets a fresh copy to swap in.
+    if std::env::var_os("PIXGW_DEMO_BIN_DIR").is_none() {
+        plugins()?;
+    }
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()?;
+    let load_avg = |when: &str| {
+        let avg = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+        let avg: Vec<&str> = avg.split_whitespace().take(3).collect();
+        eprintln!("xtask: load average {when}: {}", avg.join(" "));
+        avg.join(" ")
+    };
+    let before = load_avg("before the runs");
+    let mut runs = Vec::new();
+    for (i, backend) in s.backends.iter().copied().enumerate() {
+        let name = format!("load-{}", backend.name());
+        let dir = target_dir().join(&name);
+        let plugin_dir = dir.join("plugins");
+        let _ = std::fs::remove_dir_all(&plugin_dir);
+        std::fs::create_dir_all(&plugin_dir)?;
+        for entry in std::fs::read_dir(target_dir().join("plugins"))? {
+            let path = entry?.path();
+            if path.extension().is_some_and(|e| e == "wasm") {
+                std::fs::copy(&path, plugin_dir.join(path.file_name().unwrap()))?;
+            }
+        }
+        let database = match backend {
+            Backend::Sqlite => None,
+            Backend::SqliteNormal => None,
+            Backend::Postgres => Some(PgDatabase::create()?),
+        };
+        let url = match (&database, backend) {
+            (Some(db), _) => db.url.clone(),
+            (None, Backend::SqliteNormal) => format!(
+                "sqlite://{}?synchronous=normal",
+                dir.join("data/pixgw.db").display()
+            ),
+            (None, _) => format!("sqlite://{}", dir.join("data/pixgw.db").display()),
+        };
+        let plugin_dir_text = plugin_dir.display().to_string();
+        let demo = Demo::start(
+            &name,
+            &[
+                ("PIXGW_DEMO_PROFILE", "release"),
+                ("PIXGW_DEMO_DATABASE_URL", &url),
+                ("PIXGW_DEMO_PLUGIN_DIR", &plugin_dir_text),
+                // 500,000 charges a month: a run's charges stay far below.
+                ("PIXGW_DEMO_PLAN", "ultra_2"),
+                ("PIXGW_RATE_LIMIT", "0"),
+                // The reconciler's checks of pending charges are load of another kind.
+                ("PIXGW_RECONCILE_SCHEDULE", "1h"),
+                ("RUST_LOG", "warn"),
+            ],
+        )?;
+        let pid: u32 = demo.var("PIXGW_PID")?.parse()?;
+        let info: Value = serde_json::from_str(&std::fs::read_to_string(
+            demo.var("PSP_SIM_INFO")?,
+        )?)?;
+        if i == 0 && s.direct {
+            let target = rt.block_on(Direct::new(&info))?;
+            let target = Target::Direct(target);
+            eprintln!("xtask: {} s straight at the simulator", s.seconds);
+            runs.push(rt.block_on(drive(
+                "simulator (direct)".into(),
+                Arc::new(target),
+                &s,
+                None,
+            )));
+        }
+        let gateway = Gateway {
+            client: reqwest::Client::builder()
+                .pool_max_idle_per_host(4096)
+                .timeout(Duration::from_secs(30))
+                .build()?,
+            url: demo.var("PIXGW_URL")?,
+            auth: format!("Bearer {}", demo.var("PIXGW_API_KEY")?),
+            run: uuid_like(),
+        };
+        // Warm: the adapter's OAuth token, connections, the database's pages.
+        for n in 0..20 {
+            rt.block_on(gateway.create(n))
+                .map_err(|e| anyhow::anyhow!("a warm-up charge failed: {e}"))?;
+        }
+        eprintln!("xtask: {} s through the gateway ({})", s.seconds, backend.name());
+        let swap = SwapPlan {
+            url: gateway.url.clone(),
+            file: plugin_dir.join("efi.wasm"),
+            after: Duration::from_secs(s.seconds) / 2,
+        };
+        let mut run = rt.block_on(drive(
+            format!("gateway {}", backend.name()),
+            Arc::new(Target::Gateway(gateway)),
+            &s,
+            Some(swap),
+        ));
+        run.rss_peak_kib = rss_peak_kib(pid);
+        runs.push(run);
+        drop(demo);
+        drop(database);
+    }
+    let after = load_avg("after the runs");
+
+    println!(
+        "\ncargo xtask load: {} s per run, {}, efi charges with an Idempotency-Key each, \
+         release build, {} cores, load average {before} before / {after} after\n",
+        s.seconds,
+        match s.rate {
+            Some(r) => format!("open loop at {r}/s (latency from the scheduled time)"),
+            None => format!("closed loop, concurrency {}", s.concurrency),
+        },
+        std::thread::available_parallelism().map_or(0, |n| n.get()),
+    );
+    println!(
+        "{:<24} {:>10} {:>9} {:>9} {:>9} {:>9} {:>7} {:>10}",
+        "run", "charges/s", "p50 ms", "p90 ms", "p99 ms", "max ms", "errors", "RSS peak"
+    );
+    let mut swap_failures = 0;
+    for run in &runs {
+        let mut ok: Vec<Duration> = run
+            .samples
+            .iter()
+            .filter(|s| s.2)
+            .map(|s| s.1)
+            .collect();
+        ok.sort();
+        let errors = run.samples.len() - ok.len();
+        let pct = |p: f64| {
+            ok.get(((ok.len() as f64 * p) as usize).min(ok.len().saturating_sub(1)))
+                .map_or(f64::NAN, |d| d.as_secs_f64() * 1000.0)
+        };
+        println!(
+            "{:<24} {:>10.0} {:>9.2} {:>9.2} {:>9.2} {:>9.2} {:>7} {:>10}",
+            run.label,
+            ok.len() as f64 / run.elapsed.as_secs_f64(),
+            pct(0.50),
+            pct(0.90),
+            pct(0.99),
+            ok.last().map_or(f64::NAN, |d| d.as_secs_f64() * 1000.0),
+            errors,
+            run.rss_peak_kib
+                .map_or("-".into(), |k| format!("{:.1} MB", k as f64 / 1024.0)),
+        );
+    }
+    println!();
+    for run in &runs {
+        if let Some(error) = &run.first_error {
+            println!("{}: first error: {error}", run.label);
+        }
+        if let Some(swap) = &run.swap {
+            swap_failures += swap.failed;
+            match &swap.serving_after {
+                Ok(d) => println!(
+                    "{}: hot swap of efi.wasm: the new version served {:.0} ms after the file \
+                     landed; failed requests during the swap: {}",
+                    run.label,
+                    d.as_secs_f64() * 1000.0,
+                    swap.failed
+                ),
+                Err(e) => println!("{}: hot swap of efi.wasm failed: {e}", run.label),
+            }
+        }
+    }
+    ensure!(
+        swap_failures == 0,
+        "{swap_failures} requests failed during the hot swaps"
+    );
+    ensure!(
+        runs.iter().all(|r| r.swap.as_ref().is_none_or(|s| s.serving_after.is_ok())),
+        "a hot swap did not serve the new version"
+    );
+    Ok(())
+}
+
+/// What a run sends requests to.
+enum Target {
+    Gateway(Gateway),
+    Direct(Direct),
+}
+
+impl Target {
+    async fn call(&self, n: u64) -> Result<(), String> {
+        match self {
+            Target::Gateway(g) => g.create(n).await,
+            Target::Direct(d) => d.create().await,
+        }
+    }
+}
+
+struct Gateway {
+    client: reqwest::Client,
+    url: String,
+    auth: String,
+    /// Makes this run's idempotency keys its own.
+    run: String,
+}
+
+impl Gateway {
+    async fn create(&self, n: u64) -> Result<(), String> {
+        let response = self
+            .client
+            .post(format!("{}/v1/charges", self.url))
+            .header("Authorization", &self.auth)
+            .header("Idempotency-Key", format!("load-{}-{n}", self.run))
+            .json(&json!({"amount": 1990, "provider": "efi", "description": "load"}))
+            .send()
+            .await
+            .map_err(|e| format!("{e:#}"))?;
+        let status = response.status();
+        let body = response.bytes().await.map_err(|e| format!("{e:#}"))?;
+        if status != 201 {
+            return Err(format!("{status}: {}", String::from_utf8_lossy(&body)));
+        }
+        Ok(())
+    }
+}
+
+/// The PSP exchange of efi's create, as its adapter performs it: an OAuth token fetched once,
+/// then `PUT /v2/cob/{txid}` over mTLS.
+struct Direct {
+    client: reqwest::Client,
+    api: String,
+    token: String,
+    pix_key: String,
+}
+
+impl Direct {
+    async fn new(info: &Value) -> anyhow::Result<Direct> {
+        let efi = &info["providers"]["efi"];
+        let field = |name: &str| {
+            efi["credentials"][name]
+                .as_str()
+                .map(str::to_owned)
+                .with_context(|| format!("the simulator's efi account lacks {name}"))
+        };
+        let tls = psp_sim::tls::client_config(
+            info["ca_pem"].as_str().context("no ca_pem")?,
+            Some(&field("certificate")?),
+        )?;
+        let client = reqwest::Client::builder()
+            .use_preconfigured_tls(tls)
+            .pool_max_idle_per_host(4096)
+            .timeout(Duration::from_secs(30))
+            .build()?;
+        let api = efi["endpoints"]["api"]
+            .as_str()
+            .context("no efi api endpoint")?
+            .to_owned();
+        let token: Value = client
+            .post(format!("{api}/oauth/token"))
+            .basic_auth(field("client-id")?, Some(field("client-secret")?))
+            .json(&json!({"grant_type": "client_credentials"}))
+            .send()
+            .await?
+            .error_for_status()?
+            .json()
+            .await?;
+        Ok(Direct {
+            client,
+            api,
+            token: token["access_token"]
+                .as_str()
+                .context("no access_token")?
+                .to_owned(),
+            pix_key: field("pix-key")?,
+        })
+    }
+
+    async fn create(&self) -> Result<(), String> {
+        let txid = uuid_like();
+        let response = self
+            .client
+            .put(format!("{}/v2/cob/{txid}", self.api))
+            .bearer_auth(&self.token)
+            .json(&json!({"calendario": {"expiracao": 3600}, "valor": {"original": "19.90"}, "chave": self.pix_key}))
+            .send()
+            .await
+            .map_err(|e| format!("{e:#}"))?;
+        let status = response.status();
+        let body = response.bytes().await.map_err(|e| format!("{e:#}"))?;
+        if !status.is_success() {
+            return Err(format!("{status}: {}", String::from_utf8_lossy(&body)));
+        }
+        Ok(())
+    }
+}
+
+/// 32 random-looking alphanumerics (a valid efi txid; unique enough for a run's keys).
+fn uuid_like() -> String {
+    use std::hash::{BuildHasher, Hasher};
+    let mut out = String::with_capacity(32);
+    while out.len() < 32 {
+        let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+        h.write_u128(
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap_or_default()
+                .as_nanos(),
+        );
+        out.push_str(&format!("{:016x}", h.finish()));
+    }
+    out.truncate(32);
+    out
+}
+
+/// When and where the hot swap happens.
+struct SwapPlan {
+    url: String,
+    file: PathBuf,
+    after: Duration,
+}
+
+/// Runs `target` for the settings' duration; with `swap`, swaps the adapter halfway.
+async fn drive(label: String, target: Arc<Target>, s: &Settings, swap: Option<SwapPlan>) -> Run {
+    let started = Instant::now();
+    let deadline = started + Duration::from_secs(s.seconds);
+    let counter = Arc::new(std::sync::atomic::AtomicU64::new(1_000));
+    let swap_task = swap.map(|plan| tokio::spawn(hot_swap(plan, started)));
+    let mut samples = Vec::new();
+    let mut first_error = None;
+    match s.rate {
+        None => {
+            let workers: Vec<_> = (0..s.concurrency)
+                .map(|_| {
+                    let (target, counter) = (target.clone(), counter.clone());
+                    tokio::spawn(async move {
+                        let mut samples = Vec::new();
+                        let mut first_error = None;
+                        while Instant::now() < deadline {
+                            let n = counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                            let t = Instant::now();
+                            let result = target.call(n).await;
+                            samples.push((t - started, t.elapsed(), result.is_ok()));
+                            if let Err(e) = result {
+                                first_error.get_or_insert(e);
+                            }
+                        }
+                        (samples, first_error)
+                    })
+                })
+                .collect();
+            for worker in workers {
+                if let Ok((s, e)) = worker.await {
+                    samples.extend(s);
+                    if first_error.is_none() {
+                        first_error = e;
+                    }
+                }
+            }
+        }
+        Some(rate) => {
+            let mut ticker = tokio::time::interval(Duration::from_secs_f64(1.0 / f64::from(rate)));
+            ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Burst);
+            let in_flight = Arc::new(tokio::sync::Semaphore::new(s.concurrency.max(1) * 64));
+            let mut tasks = Vec::new();
+            loop {
+                let scheduled = ticker.tick().await.into_std();
+                if scheduled >= deadline {
+                    break;
+                }
+                let Ok(permit) = in_flight.clone().try_acquire_owned() else {
+                    // The gateway fell so far behind that the generator would only queue.
+                    samples.push((scheduled - started, Duration::ZERO, false));
+                    first_error.get_or_insert_with(|| "too many requests in flight".to_owned());
+                    continue;
+                };
+                let (target, counter) = (target.clone(), counter.clone());
+                tasks.push(tokio::spawn(async move {
+                    let n = counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    let result = target.call(n).await;
+                    drop(permit);
+                    (scheduled - started, scheduled.elapsed(), result)
+                }));
+            }
+            for task in tasks {
+                if let Ok((at, latency, result)) = task.await {
+                    samples.push((at, latency, result.is_ok()));
+                    if let Err(e) = result {
+                        first_error.get_or_insert(e);
+                    }
+                }
+            }
+        }
+    }
+    let elapsed = started.elapsed();
+    let swap = match swap_task {
+        None => None,
+        Some(task) => {
+            let (landed, serving_after) = match task.await {
+                Ok(Ok((landed, after))) => (Some(landed), Ok(after)),
+                Ok(Err(e)) => (None, Err(format!("{e:#}"))),
+                Err(e) => (None, Err(e.to_string())),
+            };
+            // Failed requests in flight from the rename to a second after the new version
+            // served (all failures of the run when the swap never completed).
+            let window_end = serving_after
+                .as_ref()
+                .ok()
+                .zip(landed)
+                .map(|(after, landed)| landed + *after + Duration::from_secs(1));
+            let failed = samples
+                .iter()
+                .filter(|(at, latency, ok)| {
+                    !ok && match (landed, window_end) {
+                        (Some(landed), Some(end)) => {
+                            *at + *latency >= landed && *at <= end
+                        }
+                        _ => true,
+                    }
+                })
+                .count();
+            Some(Swap {
+                serving_after,
+                failed,
+            })
+        }
+    };
+    Run {
+        label,
+        samples,
+        elapsed,
+        first_error,
+        rss_peak_kib: None,
+        swap,
+    }
+}
+
+/// Writes a new version of the adapter (one more custom section) into the plugin directory by
+/// renaming it over the old one, and polls `GET /v1/adapters` until that version serves:
+/// (the rename's time since the run began, the time to serve).
+async fn hot_swap(plan: SwapPlan, started: Instant) -> anyhow::Result<(Duration, Duration)> {
+    tokio::time::sleep(plan.after).await;
+    let mut bytes = std::fs::read(&plan.file)
+        .with_context(|| format!("reading {}", plan.file.display()))?;
+    append_custom_section(&mut bytes, "pixgw-load", uuid_like().as_bytes());
+    let sha = hex(&sha2::Sha256::digest(&bytes));
+    let tmp = plan.file.with_extension("wasm.tmp");
+    std::fs::write(&tmp, &bytes)?;
+    std::fs::rename(&tmp, &plan.file)?;
+    let landed = Instant::now();
+    let client = reqwest::Client::new();
+    let id = plan
+        .file
+        .file_stem()
+        .and_then(|s| s.to_str())
+        .unwrap_or_default()
+        .to_owned();
+    loop {
+        if landed.elapsed() > Duration::from_secs(60) {
+            bail!("the new version was not serving 60 s after the file landed");
+        }
+        let adapters: Value = client
+            .get(format!("{}/v1/adapters", plan.url))
+            .send()
+            .await?
+            .json()
+            .await?;
+        let serving = adapters["data"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|a| a["id"] == id.as_str())
+            .and_then(|a| a["serving_sha256"].as_str())
+            .unwrap_or_default()
+            .to_owned();
+        if serving == sha {
+            return Ok((landed - started, landed.elapsed()));
+        }
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+}
+
+/// A custom section (id 0) at the end of a wasm module or component: valid anywhere, ignored by
+/// the runtime, and a new content hash.
+fn append_custom_section(wasm: &mut Vec<u8>, name: &str, payload: &[u8]) {
+    let mut content = leb128(name.len());
+    content.extend_from_slice(name.as_bytes());
+    content.extend_from_slice(payload);
+    wasm.push(0);
+    wasm.extend(leb128(content.len()));
+    wasm.extend(content);
+}
+
+fn leb128(mut n: usize) -> Vec<u8> {
+    let mut out = Vec::new();
+    loop {
+        let byte = (n & 0x7f) as u8;
+        n >>= 7;
+        if n == 0 {
+            out.push(byte);
+            return out;
+        }
+        out.push(byte | 0x80);
+    }
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The peak resident set of a process (`VmHWM`), in KiB.
+fn rss_peak_kib(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+}
+
+/// A PostgreSQL database of the run's own, dropped when this goes.
+struct PgDatabase {
+    admin: String,
+    name: String,
+    url: String,
+}
+
+impl PgDatabase {
+    fn create() -> anyhow::Result<PgDatabase> {
+        // A server on loopback; `PIXGW_LOAD_POSTGRES` names another (its `postgres` database
+        // is used to create and drop the run's).
+        let base = std::env::var("PIXGW_LOAD_POSTGRES")
+            .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432".into());
+        let name = format!("pixgw_load_{}", std::process::id());
+        let db = PgDatabase {
+            admin: format!("{base}/postgres"),
+            url: format!("{base}/{name}"),
+            name,
+        };
+        db.psql(&format!("DROP DATABASE IF EXISTS {}", db.name))?;
+        db.psql(&format!("CREATE DATABASE {}", db.name))?;
+        Ok(db)
+    }
+
+    fn psql(&self, sql: &str) -> anyhow::Result<()> {
+        let out = Command::new("psql")
+            .arg(&self.admin)
+            .args(["-v", "ON_ERROR_STOP=1", "-qc", sql])
+            .output()
+            .context("running psql (the PostgreSQL client) to create the run's database")?;
+        ensure!(
+            out.status.success(),
+            "psql {sql:?} failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        Ok(())
+    }
+}
+
+impl Drop for PgDatabase {
+    fn drop(&mut self) {
+        if let Err(e) = self.psql(&format!("DROP DATABASE IF EXISTS {} WITH (FORCE)", self.name)) {
+            eprintln!("xtask: {e:#}");
+        }
+    }
+}
