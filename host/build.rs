@@ -6,7 +6,10 @@ use std::collections::HashMap;
 use std::path::Path;
 
 fn main() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../dashboard/i18n");
+    // Read when the script runs, not when it was compiled: one compiled script serves every
+    // checkout that shares a target directory.
+    let manifest = std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR");
+    let root = Path::new(&manifest).join("../dashboard/i18n");
     println!("cargo::rerun-if-changed={}", root.display());
     let out = std::env::var("OUT_DIR").expect("cargo sets OUT_DIR");
     for lang in ["pt-BR", "en"] {

@@ -546,8 +546,8 @@ fn field_reason(name: &str) -> Option<Reason> {
 
 /// The API's words when the answer names no field: the certificate at 401/403, the `chave`.
 fn message_reason(status: u16, message: &str) -> Option<Reason> {
-    let lower = message.to_lowercase();
-    let words = || lower.split(|c: char| !c.is_alphanumeric());
+    let lower = message.to_ascii_lowercase();
+    let words = || lower.split(|c: char| !c.is_ascii_alphanumeric());
     if matches!(status, 401 | 403) && names_certificate(message) {
         Some(Reason::Certificate)
     } else if !matches!(status, 401 | 403 | 404) && words().any(|w| w == "chave") {
@@ -558,7 +558,7 @@ fn message_reason(status: u16, message: &str) -> Option<Reason> {
 }
 
 fn names_certificate(message: &str) -> bool {
-    let lower = message.to_lowercase();
+    let lower = message.to_ascii_lowercase();
     lower.contains("certificado") || lower.contains("certificate")
 }
 

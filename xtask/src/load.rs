@@ -180,9 +180,8 @@ pub fn load(args: &[String]) -> anyhow::Result<()> {
             ],
         )?;
         let pid: u32 = demo.var("PIXGW_PID")?.parse()?;
-        let info: Value = serde_json::from_str(&std::fs::read_to_string(
-            demo.var("PSP_SIM_INFO")?,
-        )?)?;
+        let info: Value =
+            serde_json::from_str(&std::fs::read_to_string(demo.var("PSP_SIM_INFO")?)?)?;
         if i == 0 && s.direct {
             let target = rt.block_on(Direct::new(&info))?;
             let target = Target::Direct(target);
@@ -208,7 +207,11 @@ pub fn load(args: &[String]) -> anyhow::Result<()> {
             rt.block_on(gateway.create(n))
                 .map_err(|e| anyhow::anyhow!("a warm-up charge failed: {e}"))?;
         }
-        eprintln!("xtask: {} s through the gateway ({})", s.seconds, backend.name());
+        eprintln!(
+            "xtask: {} s through the gateway ({})",
+            s.seconds,
+            backend.name()
+        );
         let swap = SwapPlan {
             url: gateway.url.clone(),
             file: plugin_dir.join("efi.wasm"),
@@ -243,12 +246,7 @@ pub fn load(args: &[String]) -> anyhow::Result<()> {
     );
     let mut swap_failures = 0;
     for run in &runs {
-        let mut ok: Vec<Duration> = run
-            .samples
-            .iter()
-            .filter(|s| s.2)
-            .map(|s| s.1)
-            .collect();
+        let mut ok: Vec<Duration> = run.samples.iter().filter(|s| s.2).map(|s| s.1).collect();
         ok.sort();
         let errors = run.samples.len() - ok.len();
         let pct = |p: f64| {
@@ -292,7 +290,8 @@ pub fn load(args: &[String]) -> anyhow::Result<()> {
         "{swap_failures} requests failed during the hot swaps"
     );
     ensure!(
-        runs.iter().all(|r| r.swap.as_ref().is_none_or(|s| s.serving_after.is_ok())),
+        runs.iter()
+            .all(|r| r.swap.as_ref().is_none_or(|s| s.serving_after.is_ok())),
         "a hot swap did not serve the new version"
     );
     Ok(())
@@ -528,9 +527,7 @@ async fn drive(label: String, target: Arc<Target>, s: &Settings, swap: Option<Sw
                 .iter()
                 .filter(|(at, latency, ok)| {
                     !ok && match (landed, window_end) {
-                        (Some(landed), Some(end)) => {
-                            *at + *latency >= landed && *at <= end
-                        }
+                        (Some(landed), Some(end)) => *at + *latency >= landed && *at <= end,
                         _ => true,
                     }
                 })
@@ -556,8 +553,8 @@ async fn drive(label: String, target: Arc<Target>, s: &Settings, swap: Option<Sw
 /// (the rename's time since the run began, the time to serve).
 async fn hot_swap(plan: SwapPlan, started: Instant) -> anyhow::Result<(Duration, Duration)> {
     tokio::time::sleep(plan.after).await;
-    let mut bytes = std::fs::read(&plan.file)
-        .with_context(|| format!("reading {}", plan.file.display()))?;
+    let mut bytes =
+        std::fs::read(&plan.file).with_context(|| format!("reading {}", plan.file.display()))?;
     append_custom_section(&mut bytes, "pixgw-load", uuid_like().as_bytes());
     let sha = hex(&sha2::Sha256::digest(&bytes));
     let tmp = plan.file.with_extension("wasm.tmp");
@@ -674,7 +671,10 @@ impl PgDatabase {
 
 impl Drop for PgDatabase {
     fn drop(&mut self) {
-        if let Err(e) = self.psql(&format!("DROP DATABASE IF EXISTS {} WITH (FORCE)", self.name)) {
+        if let Err(e) = self.psql(&format!(
+            "DROP DATABASE IF EXISTS {} WITH (FORCE)",
+            self.name
+        )) {
             eprintln!("xtask: {e:#}");
         }
     }

@@ -18,7 +18,6 @@ use anyhow::ensure;
 use crate::gateway::Demo;
 use crate::{root, run, target_dir};
 
-
 pub fn sdk_test() -> anyhow::Result<()> {
     let demo = Demo::start("sdk-demo", &[])?;
     let env = demo.env().to_vec();

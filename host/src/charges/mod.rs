@@ -513,8 +513,18 @@ impl App {
             Some(code) => BrCode::parse(code)
                 .map_err(|e| unusable(format!("its Pix copy-and-paste code is invalid: {e}"))),
         };
+        let money_moved = matches!(
+            state_of(psp.status),
+            ChargeState::Paid | ChargeState::Processing
+        );
         let copy_paste = match copy_paste {
-            Ok(code) => code,
+            Ok(code) => Some(code),
+            // The PSP says it was paid (a resumed create found it so): the payment is what
+            // counts, and a paid charge needs no code to show.
+            Err(error) if money_moved => {
+                tracing::warn!(charge = %charge.id, "paid at the PSP with an unusable code: {error}");
+                None
+            }
             Err(error) => {
                 // The charge exists at the PSP but cannot be paid through us: keep it, failed,
                 // without an event (the merchant got the error instead of a charge).
@@ -534,17 +544,21 @@ impl App {
                 return Err(error);
             }
         };
-        // The image is always drawn here from the code, not taken from the PSP: one compact
-        // 1-bit PNG (about 1 KB) whichever PSP made the charge, where PSPs' own are up to 50 KB.
-        let code = copy_paste.as_str().to_owned();
-        // Drawing and PNG-encoding is CPU work: keep it off the async workers.
-        let drawn = tokio::task::spawn_blocking(move || crate::domain::qr_png_base64(&code))
-            .await
-            .map_err(|e| unusable(format!("drawing its QR code failed: {e}")))?;
-        update.qr_png_base64 = Some(
-            drawn.map_err(|e| unusable(format!("its copy-and-paste code cannot be drawn: {e}")))?,
-        );
-        update.copy_paste = Some(copy_paste.as_str().to_owned());
+        if let Some(copy_paste) = copy_paste {
+            // The image is always drawn here from the code, not taken from the PSP: one compact
+            // 1-bit PNG (about 1 KB) whichever PSP made the charge, where PSPs' own are up to
+            // 50 KB.
+            let code = copy_paste.as_str().to_owned();
+            // Drawing and PNG-encoding is CPU work: keep it off the async workers.
+            let drawn = tokio::task::spawn_blocking(move || crate::domain::qr_png_base64(&code))
+                .await
+                .map_err(|e| unusable(format!("drawing its QR code failed: {e}")))?;
+            update.qr_png_base64 =
+                Some(drawn.map_err(|e| {
+                    unusable(format!("its copy-and-paste code cannot be drawn: {e}"))
+                })?);
+            update.copy_paste = Some(copy_paste.as_str().to_owned());
+        }
         update.expires_at = psp
             .expires_at
             .as_deref()

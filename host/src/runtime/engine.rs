@@ -20,10 +20,6 @@ use super::call::CallState;
 /// How often the epoch advances; deadlines are checked at this granularity.
 pub const EPOCH_TICK: Duration = Duration::from_millis(10);
 
-/// Bytes of each linear memory kept mapped between calls: a Rust adapter's shadow stack (1 MiB)
-/// plus what one call allocates.
-const KEEP_RESIDENT: usize = 4 << 20;
-
 /// Resource limits applied to every adapter call.
 #[derive(Debug, Clone)]
 pub struct Limits {
@@ -67,12 +63,7 @@ impl AdapterEngine {
             .max_core_instances_per_component(16)
             .max_memories_per_component(4)
             .max_tables_per_component(16)
-            .max_memory_size(limits.memory_bytes)
-            // A freed slot is reset in place (only its dirty pages, found through the kernel's
-            // pagemap) instead of by `madvise`, so the next call does not page-fault its stack
-            // and heap back in: the largest share of a bare call's cost once compiled.
-            .linear_memory_keep_resident(KEEP_RESIDENT)
-            .table_keep_resident(64 << 10);
+            .max_memory_size(limits.memory_bytes);
         let mut config = Config::new();
         config
             .wasm_component_model(true)

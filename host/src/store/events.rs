@@ -274,9 +274,11 @@ impl Store {
              WHERE id IN (SELECT id FROM ( \
                  SELECT d.id, d.next_attempt_at, \
                    ROW_NUMBER() OVER (PARTITION BY d.endpoint_id ORDER BY d.next_attempt_at, d.id) AS n, \
-                   (SELECT COUNT(*) FROM webhook_deliveries x WHERE x.endpoint_id = d.endpoint_id \
-                      AND x.status = 'pending' AND x.lease_until >= $3) AS busy \
+                   COALESCE(b.busy, 0) AS busy \
                  FROM webhook_deliveries d JOIN webhook_endpoints w ON w.id = d.endpoint_id \
+                 LEFT JOIN (SELECT endpoint_id, COUNT(*) AS busy FROM webhook_deliveries \
+                     WHERE status = 'pending' AND lease_until >= $3 GROUP BY endpoint_id) b \
+                   ON b.endpoint_id = d.endpoint_id \
                  WHERE d.status = 'pending' AND d.next_attempt_at <= $3 AND d.lease_until < $3 \
                    AND w.status = 'enabled' AND w.deleted_at IS NULL) due \
                WHERE due.n + due.busy <= $5 ORDER BY due.next_attempt_at LIMIT $4) \

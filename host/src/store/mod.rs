@@ -3,10 +3,11 @@
 //!
 //! Queries are written once, through sqlx's `Any` driver, in the subset of SQL both backends
 //! speak: `$n` placeholders, `BIGINT` Unix-millisecond times, `TEXT` JSON, `ON CONFLICT`,
-//! `RETURNING`. The schema lives in `migrations/sqlite` and `migrations/postgres`, embedded in
-//! the binary. One module per table family: [`merchants`], [`api_keys`], [`credentials`],
-//! [`charges`], [`idempotency`], [`inbound`] (PSP notifications), [`webhook_endpoints`] and
-//! [`events`] (with the outbox of deliveries), [`routing`]; for the dashboard [`users`] (with
+//! `RETURNING`. The schema lives in one folder, `migrations/`, for both backends, embedded in the
+//! binary ([`schema`]); records are read from rows by column name ([`Columns`]). One module per
+//! table family: [`merchants`], [`api_keys`], [`credentials`], [`charges`], [`idempotency`],
+//! [`inbound`] (PSP notifications), [`webhook_endpoints`] and [`events`] (with the outbox of
+//! deliveries), [`routing`]; for the dashboard [`users`] (with
 //! memberships and invitations), [`sessions`] (with sign-in throttling) and [`audit`];
 //! [`payment_links`] (public checkout pages); [`statement`] (paid charges by payment time);
 //! [`evidence`] (sale evidence: photos and places attached to charges);
@@ -33,6 +34,7 @@ pub mod payment_links;
 pub mod plans;
 pub mod retention;
 pub mod routing;
+pub mod schema;
 pub mod sessions;
 pub mod sso;
 pub mod statement;
@@ -164,18 +166,8 @@ impl Store {
 
     /// Brings the schema up to date. Safe to run from several processes at once.
     pub async fn migrate(&self) -> Result<(), StoreError> {
-        match self.backend {
-            Backend::Sqlite => {
-                sqlx::migrate!("../migrations/sqlite")
-                    .run(&self.pool)
-                    .await?
-            }
-            Backend::Postgres => {
-                sqlx::migrate!("../migrations/postgres")
-                    .run(&self.pool)
-                    .await?
-            }
-        }
+        schema::adopt_split_folders(&self.pool, self.backend).await?;
+        schema::MIGRATOR.run(&self.pool).await?;
         Ok(())
     }
 

@@ -38,9 +38,10 @@ fn select() -> String {
     format!(
         "SELECT {COLUMNS}, \
            (SELECT COUNT(*) FROM charges c \
-            WHERE c.payment_link_id = payment_links.id AND c.status = 'paid'), \
+            WHERE c.payment_link_id = payment_links.id AND c.status = 'paid') AS paid_count, \
            (SELECT CAST(COALESCE(SUM(COALESCE(c.amount_paid, c.amount)), 0) AS BIGINT) \
             FROM charges c WHERE c.payment_link_id = payment_links.id AND c.status = 'paid') \
+           AS paid_amount \
          FROM payment_links"
     )
 }

@@ -168,6 +168,65 @@ async fn a_routed_retry_resumes_at_the_same_psp(backend: Backend) {
 }
 both_backends!(a_routed_retry_resumes_at_the_same_psp);
 
+/// A retry that finds its charge already paid at the PSP records the payment even when the
+/// PSP's answer carries no usable copy-and-paste code: money moved, so the charge is `paid`
+/// with one `charge.paid`, never `failed`.
+async fn a_resumed_charge_paid_with_a_corrupt_code_is_paid(backend: Backend) {
+    let sim = start_sim().await;
+    let db = TestDb::new(backend).await;
+    let m = create_merchant(&db, "Loja A");
+    let gw = Gateway::start(&db, &sim, &["efi"], options(&[])).await;
+    gw.connect(&sim, &m.test_key, "efi", &[]).await;
+    let body = json!({"amount": 700, "provider": "efi"});
+    fault(
+        &sim,
+        json!({"provider": "efi", "drop_reply_after_create": 1,
+        "fail_next": {"count": 1000, "status": 503, "path_contains": "/cob/", "method": "GET"}}),
+    )
+    .await;
+    let (status, e) = gw
+        .send(keyed(&gw, &m.test_key, "order-1", body.clone()))
+        .await;
+    assert_eq!(status, 502, "{e}");
+    assert_eq!(e["error"]["code"], "psp_outcome_unknown", "{e}");
+    let reference = at_sim(&sim, &["efi"]).await.into_keys().next().unwrap();
+
+    // Paid meanwhile; from now on the PSP's answers carry a corrupt code.
+    sim_control(
+        &sim,
+        "/_sim/pay",
+        Some(json!({"provider": "efi", "reference": reference})),
+    )
+    .await;
+    sim_control(
+        &sim,
+        "/_sim/config",
+        Some(json!({"provider": "efi", "flags": {"invalid_pix_copia_e_cola": true}})),
+    )
+    .await;
+    fault(&sim, json!({"provider": "efi", "fail_next": {"count": 0}})).await;
+    let (status, charge) = gw
+        .send(keyed(&gw, &m.test_key, "order-1", body.clone()))
+        .await;
+    assert_eq!(status, 201, "{charge}");
+    assert_eq!(charge["status"], "paid", "{charge}");
+    assert_eq!(charge["reference"], reference.as_str());
+    let id = charge["id"].as_str().unwrap();
+    let events = poll(Duration::from_secs(10), "the charge.paid event", async || {
+        let (_, events) = gw
+            .get(
+                &format!("/v1/events?charge={id}&type=charge.paid"),
+                &m.test_key,
+            )
+            .await;
+        (events["data"].as_array().is_some_and(|e| !e.is_empty())).then_some(events)
+    })
+    .await;
+    assert_eq!(events["data"].as_array().unwrap().len(), 1, "{events}");
+    assert_eq!(events["data"][0]["data"]["object"]["id"], id, "{events}");
+}
+both_backends!(a_resumed_charge_paid_with_a_corrupt_code_is_paid);
+
 /// A request that runs longer than the idempotency lock keeps its key: the heartbeat renews
 /// the lock, so a retry meanwhile is told to wait instead of running a second request.
 async fn the_idempotency_lock_is_held_while_the_request_runs(backend: Backend) {
@@ -385,6 +444,8 @@ async fn orphan_at_efi(sim: &psp_sim::Sim, gw: &Gateway, key: &str) -> String {
         1,
         "the PSP made the charge: {held}"
     );
+    // The failures the request did not use up are not the reconciler's.
+    fault(sim, json!({"provider": "efi", "fail_next": {"count": 0}})).await;
     held[0]["reference"].as_str().unwrap().to_owned()
 }
 

@@ -236,7 +236,7 @@ fn a_new_json_api_adapter_builds_tests_and_checks() {
         .output()
         .unwrap();
     assert!(tests.status.success(), "{}", text(&tests));
-    assert!(text(&tests).contains("2 passed"), "{}", text(&tests));
+    assert!(text(&tests).contains("3 passed"), "{}", text(&tests));
 
     let build = pixgw(
         &["plugins", "build", "acme-pay", "--out", "dist"],

@@ -14,6 +14,7 @@ mod conformance;
 mod delivery_leases;
 mod evidence;
 mod integrators;
+mod migrations;
 mod payments;
 mod plans;
 mod routing;

@@ -21,7 +21,7 @@ fn split_folder(backend: Backend) -> PathBuf {
         })
 }
 
-async fn pool(db: &TestDb) -> AnyPool {
+async fn open_pool(db: &TestDb) -> AnyPool {
     sqlx::any::install_default_drivers();
     let url = match db.sqlite_file() {
         Some(_) => format!("{}?mode=rwc", db.url),
@@ -41,7 +41,7 @@ async fn migrate_split(db: &TestDb, backend: Backend, last: i64) -> AnyPool {
         .collect();
     assert!(kept.len() >= 10, "the fixtures hold the split folders");
     old.migrations = kept.into();
-    let pool = pool(db).await;
+    let pool = open_pool(db).await;
     old.run(&pool).await.unwrap();
     pool
 }
@@ -95,7 +95,7 @@ async fn a_database_of_the_split_folders_opens(backend: Backend) {
     assert!(merchants.ends_with("Loja de antes"), "{merchants}");
     // Every applied migration now carries the one folder's checksum: the next start needs no
     // adoption, and opens just the same.
-    let pool = pool(&db).await;
+    let pool = open_pool(&db).await;
     assert_eq!(checksums(&pool).await, merged_checksums().await);
     pool.close().await;
     assert_eq!(cli(&db, &[], &["migrate"]), "database schema is up to date");
@@ -161,7 +161,7 @@ async fn a_database_before_plans_counts_its_charges_by_month(backend: Backend) {
     pool.close().await;
 
     assert_eq!(cli(&db, &[], &["migrate"]), "database schema is up to date");
-    let pool = pool(&db).await;
+    let pool = open_pool(&db).await;
     let usage: Vec<(String, i64)> = sqlx::query(
         "SELECT month, charges FROM plan_usage WHERE merchant_id = 'mer_a' ORDER BY month",
     )

@@ -15,7 +15,8 @@
 //! `pix_key_inactive`; `create_without_pix_copia_e_cola` (the create answer leaves the code
 //! out, a later `GET` has it) and `without_pix_copia_e_cola` (no answer has it, only the
 //! location: `pixCopiaECola` is optional in the standard); `texto_imagem_qrcode` (the code is
-//! named `textoImagemQRcode`, as BB's homologation does); `single_object_notifications` (each
+//! named `textoImagemQRcode`, as BB's homologation does); `invalid_pix_copia_e_cola` (the code
+//! is sent with a wrong CRC, a PSP's corrupt answer); `single_object_notifications` (each
 //! Pix is notified as a bare object, as Inter may).
 
 use std::collections::{BTreeMap, HashMap};
@@ -572,6 +573,15 @@ impl Host {
         let without = self.common.flag("without_pix_copia_e_cola")
             || (created && self.common.flag("create_without_pix_copia_e_cola"));
         let code = map.remove("pixCopiaECola");
+        let code = match code {
+            Some(Value::String(code)) if self.common.flag("invalid_pix_copia_e_cola") => {
+                // Field 63 (the CRC) is the last four characters: make them wrong.
+                let kept = &code[..code.len().saturating_sub(4)];
+                let crc = if code.ends_with("0000") { "FFFF" } else { "0000" };
+                Some(Value::String(format!("{kept}{crc}")))
+            }
+            code => code,
+        };
         if !without && let Some(code) = code {
             let name = if self.common.flag("texto_imagem_qrcode") {
                 "textoImagemQRcode"
