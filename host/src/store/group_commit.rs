@@ -11,6 +11,9 @@
 //! On PostgreSQL a unit is simply its own transaction on the pool: the server already groups
 //! concurrent commits into one WAL flush.
 
+use std::panic::AssertUnwindSafe;
+
+use futures::FutureExt;
 use futures::future::BoxFuture;
 use sqlx::{Acquire, AnyConnection, Connection};
 use tokio::sync::{mpsc, oneshot};
@@ -94,7 +97,17 @@ async fn group(conn: &mut AnyConnection, units: Vec<Unit>) -> Result<(), sqlx::E
                 return Err(e);
             }
         };
-        let (ok, answer) = unit(&mut *savepoint).await;
+        // A unit that panics is a failed unit, not a dead writer: every later write of the
+        // gateway goes through this task. Its caller reads the dropped reply as a failure.
+        let ran = AssertUnwindSafe(unit(&mut *savepoint)).catch_unwind().await;
+        let (ok, answer) = match ran {
+            Ok(ran) => ran,
+            Err(_) => {
+                tracing::error!("a group commit unit panicked; its writes are rolled back");
+                let dropped: Box<dyn FnOnce(Result<(), String>) + Send> = Box::new(|_| {});
+                (false, dropped)
+            }
+        };
         let kept = if ok {
             savepoint.commit().await
         } else {

@@ -16,19 +16,14 @@ use common::{poll, sim_control, start_sim};
 use serde_json::{Value, json};
 
 fn options(extra: &[(&str, &str)]) -> GatewayOptions {
-    let mut env = vec![
-        ("PIXGW_RATE_LIMIT".to_string(), "0".to_string()),
-        ("PIXGW_RECONCILE_SCHEDULE".into(), "1h".into()),
-        ("PIXGW_BREAKER_THRESHOLD".into(), "1000000".into()),
-    ];
-    for (k, v) in extra {
-        env.retain(|(key, _)| key != k);
-        env.push((k.to_string(), v.to_string()));
-    }
-    GatewayOptions {
-        env,
-        ..Default::default()
-    }
+    GatewayOptions::with_env(
+        &[
+            ("PIXGW_RATE_LIMIT", "0"),
+            ("PIXGW_RECONCILE_SCHEDULE", "1h"),
+            ("PIXGW_BREAKER_THRESHOLD", "1000000"),
+        ],
+        extra,
+    )
 }
 
 /// Each PSP's charges at the simulator, by reference.

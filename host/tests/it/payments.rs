@@ -110,23 +110,15 @@ fn assert_signed(r: &Received, secret: &str) {
 }
 
 fn options(extra: &[(&str, &str)]) -> GatewayOptions {
-    let mut env = vec![
-        (
-            "PIXGW_ALLOW_PRIVATE_WEBHOOK_URLS".to_string(),
-            "true".to_string(),
-        ),
-        ("PIXGW_WORKER_POLL".into(), "100ms".into()),
-        // Notifications alone must move charges in these tests, unless one says otherwise.
-        ("PIXGW_RECONCILE_SCHEDULE".into(), "1h".into()),
-    ];
-    for (k, v) in extra {
-        env.retain(|(key, _)| key != k);
-        env.push((k.to_string(), v.to_string()));
-    }
-    GatewayOptions {
-        env,
-        ..Default::default()
-    }
+    GatewayOptions::with_env(
+        &[
+            ("PIXGW_ALLOW_PRIVATE_WEBHOOK_URLS", "true"),
+            ("PIXGW_WORKER_POLL", "100ms"),
+            // Notifications alone must move charges in these tests, unless one says otherwise.
+            ("PIXGW_RECONCILE_SCHEDULE", "1h"),
+        ],
+        extra,
+    )
 }
 
 struct Shop {

@@ -136,20 +136,15 @@ async fn answer(mode: Mode) -> axum::response::Response {
 }
 
 fn options(extra: &[(&str, &str)]) -> GatewayOptions {
-    let mut env: Vec<(String, String)> = vec![
-        ("PIXGW_ALLOW_PRIVATE_WEBHOOK_URLS".into(), "true".into()),
-        ("PIXGW_WORKER_POLL".into(), "100ms".into()),
-        ("PIXGW_RECONCILE_SCHEDULE".into(), "1h".into()),
-        ("PIXGW_RATE_LIMIT".into(), "0".into()),
-    ];
-    for (k, v) in extra {
-        env.retain(|(key, _)| key != k);
-        env.push((k.to_string(), v.to_string()));
-    }
-    GatewayOptions {
-        env,
-        ..Default::default()
-    }
+    GatewayOptions::with_env(
+        &[
+            ("PIXGW_ALLOW_PRIVATE_WEBHOOK_URLS", "true"),
+            ("PIXGW_WORKER_POLL", "100ms"),
+            ("PIXGW_RECONCILE_SCHEDULE", "1h"),
+            ("PIXGW_RATE_LIMIT", "0"),
+        ],
+        extra,
+    )
 }
 
 /// A merchant with the simulator's efi account connected on a running gateway.

@@ -191,6 +191,22 @@ pub struct GatewayOptions {
     pub endpoint_overrides: Vec<String>,
 }
 
+impl GatewayOptions {
+    /// The environment `defaults` then `extra` give, a variable in both taking `extra`'s value:
+    /// a test file's usual settings, and one test's own.
+    pub fn with_env(defaults: &[(&str, &str)], extra: &[(&str, &str)]) -> GatewayOptions {
+        let mut env: Vec<(String, String)> = Vec::new();
+        for (k, v) in defaults.iter().chain(extra) {
+            env.retain(|(key, _)| key != k);
+            env.push((k.to_string(), v.to_string()));
+        }
+        GatewayOptions {
+            env,
+            ..Default::default()
+        }
+    }
+}
+
 impl Gateway {
     /// Starts `pixgw serve` on `db` with the named adapters, pointed at `sim`.
     pub async fn start(
