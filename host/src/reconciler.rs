@@ -268,10 +268,8 @@ async fn settle_orphan(app: &App, charge: &ChargeRecord) -> Result<(), ChargeErr
         psp
     };
     if paid(&psp) {
-        let update = PspUpdate {
-            next_check_at: Some(None),
-            ..crate::charges::update_of(&psp)
-        };
+        // `move_charge` clears the next check of a final state itself.
+        let update = crate::charges::update_of(&psp);
         let moved = app
             .move_charge(
                 &charge.id,

@@ -457,7 +457,10 @@ mod tests {
         assert_eq!(plan(two.to_vec(), &no_payer(), -3).unwrap()[0], "efi");
         // i64::MAX = 3k + 1.
         assert_eq!(plan(two.to_vec(), &no_payer(), i64::MAX).unwrap()[0], "bb");
-        assert_eq!(plan(two.to_vec(), &no_payer(), i64::MAX - 1).unwrap()[0], "efi");
+        assert_eq!(
+            plan(two.to_vec(), &no_payer(), i64::MAX - 1).unwrap()[0],
+            "efi"
+        );
     }
 
     #[test]

@@ -207,15 +207,19 @@ async fn a_resumed_charge_paid_with_a_corrupt_code_is_paid(backend: Backend) {
     assert_eq!(charge["status"], "paid", "{charge}");
     assert_eq!(charge["reference"], reference.as_str());
     let id = charge["id"].as_str().unwrap();
-    let events = poll(Duration::from_secs(10), "the charge.paid event", async || {
-        let (_, events) = gw
-            .get(
-                &format!("/v1/events?charge={id}&type=charge.paid"),
-                &m.test_key,
-            )
-            .await;
-        (events["data"].as_array().is_some_and(|e| !e.is_empty())).then_some(events)
-    })
+    let events = poll(
+        Duration::from_secs(10),
+        "the charge.paid event",
+        async || {
+            let (_, events) = gw
+                .get(
+                    &format!("/v1/events?charge={id}&type=charge.paid"),
+                    &m.test_key,
+                )
+                .await;
+            (events["data"].as_array().is_some_and(|e| !e.is_empty())).then_some(events)
+        },
+    )
     .await;
     assert_eq!(events["data"].as_array().unwrap().len(), 1, "{events}");
     assert_eq!(events["data"][0]["data"]["object"]["id"], id, "{events}");

@@ -5,12 +5,12 @@
 
 mod common;
 
-mod dashboard;
 mod adapters_e2e;
 mod api_surface;
 mod charge_safety;
 mod charges_api;
 mod conformance;
+mod dashboard;
 mod delivery_leases;
 mod evidence;
 mod integrators;

@@ -577,7 +577,11 @@ impl Host {
             Some(Value::String(code)) if self.common.flag("invalid_pix_copia_e_cola") => {
                 // Field 63 (the CRC) is the last four characters: make them wrong.
                 let kept = &code[..code.len().saturating_sub(4)];
-                let crc = if code.ends_with("0000") { "FFFF" } else { "0000" };
+                let crc = if code.ends_with("0000") {
+                    "FFFF"
+                } else {
+                    "0000"
+                };
                 Some(Value::String(format!("{kept}{crc}")))
             }
             code => code,

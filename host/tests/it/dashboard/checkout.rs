@@ -9,9 +9,9 @@ use serde_json::{Value, json};
 
 use super::links::Fixture;
 use crate::both_backends;
-use crate::dashboard::browser::Browser;
 use crate::common::decode_qr;
 use crate::common::gateway::{Backend, GatewayOptions};
+use crate::dashboard::browser::Browser;
 use crate::dashboard::support::{Answer, Visitor};
 
 /// Text as the page shows it, for HTML-escaped values such as a BR Code.
@@ -532,7 +532,9 @@ async fn a_payer_pays_a_link_in_a_browser() {
         .goto("/dashboard/language?lang=en&next=/dashboard/sign-in")
         .await;
     browser.fill("#email", "dono@lojaazul.com.br").await;
-    browser.fill("#password", crate::dashboard::support::PASSWORD).await;
+    browser
+        .fill("#password", crate::dashboard::support::PASSWORD)
+        .await;
     browser.click("button[type=submit]").await;
     browser.find(".sidebar").await;
     browser.goto("/dashboard/links").await;

@@ -10,9 +10,9 @@ use serde_json::json;
 
 use super::accounts::join_as;
 use crate::both_backends;
-use crate::dashboard::browser::Browser;
 use crate::common::gateway::{Backend, Gateway, GatewayOptions, TestDb};
 use crate::common::{sim_control, start_sim};
+use crate::dashboard::browser::Browser;
 use crate::dashboard::support::{PASSWORD, Shop};
 
 /// Praça da Sé, São Paulo.

@@ -5,8 +5,8 @@
 //! cashier, the PSPs page is 403 and API keys are not in the menu. Screenshots of every page,
 //! desktop and phone, go to `target/screenshots/`.
 
-use crate::dashboard::browser::Browser;
 use crate::common::gateway::{Backend, Gateway, GatewayOptions, TestDb};
+use crate::dashboard::browser::Browser;
 use crate::dashboard::support::PASSWORD;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

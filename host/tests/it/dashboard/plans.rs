@@ -6,9 +6,9 @@
 
 use serde_json::json;
 
-use crate::dashboard::browser::Browser;
 use crate::common::gateway::{Backend, Gateway, GatewayOptions, TestDb, cli};
 use crate::common::start_sim;
+use crate::dashboard::browser::Browser;
 use crate::dashboard::support::{PASSWORD, Visitor};
 
 const OWNER: &str = "dona@feira.com.br";

@@ -664,6 +664,7 @@ async fn sign_in_with_sso_in_a_browser() {
         .cdp("Network.clearBrowserCookies", serde_json::json!({}))
         .await;
     browser.goto(&path).await;
+    browser.screenshots("sso-invitation").await;
     browser.click("#invitation-sso").await;
     browser.fill("#login", "ana@acme.test").await;
     browser.fill("#password", IDP_PASSWORD).await;

@@ -750,9 +750,9 @@ async fn the_csv_holds_exactly_the_filtered_set_for_brazilian_spreadsheets(backe
 /// chart, its table, the lines. Screenshots in `target/screenshots/statement-*.png`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_statement_page_in_a_browser() {
-    use crate::dashboard::browser::{Browser, PHONE};
     use crate::common::gateway::{Gateway, GatewayOptions};
     use crate::common::{poll, sim_control, start_sim};
+    use crate::dashboard::browser::{Browser, PHONE};
 
     let db = TestDb::new(Backend::Sqlite).await;
     let sim = start_sim().await;
@@ -762,8 +762,14 @@ async fn the_statement_page_in_a_browser() {
         ..Default::default()
     };
     let gw = Gateway::start(&db, &sim, &["efi", "openpix"], options).await;
-    let shop =
-        crate::dashboard::support::Shop::open(&db, &gw, &sim, "Padaria Estrela", "dona@padaria.com.br").await;
+    let shop = crate::dashboard::support::Shop::open(
+        &db,
+        &gw,
+        &sim,
+        "Padaria Estrela",
+        "dona@padaria.com.br",
+    )
+    .await;
     gw.connect(&sim, &shop.test_key, "openpix", &[]).await;
     let fixture = Db::open(&db).await;
     // Eleven days of sales, each paid at the simulator, then placed at 10:00 + n minutes.
@@ -802,7 +808,9 @@ async fn the_statement_page_in_a_browser() {
     let browser = Browser::start(&gw.url).await;
     browser.goto("/dashboard/sign-in").await;
     browser.fill("#email", "dona@padaria.com.br").await;
-    browser.fill("#password", crate::dashboard::support::PASSWORD).await;
+    browser
+        .fill("#password", crate::dashboard::support::PASSWORD)
+        .await;
     browser.click("button[type=submit]").await;
     browser.find(".sidebar").await;
     browser
