@@ -10,10 +10,15 @@
 //!   compiled artifacts are cached (engine, linker, load and validate each one).
 //! - `swap/new_efi_version`: loading an efi file never seen before (compile, validate, swap):
 //!   the bulk of a hot swap's latency.
-//! - printed once before those: the first start of the thirteen with an empty compile cache.
+//! - printed once before those: the first start of the thirteen with an empty compile cache,
+//!   and `swap/changed_code`: efi loaded where only inter's functions are cached (what a
+//!   version with changed code costs) against efi with nothing cached.
 //!
 //! Run with `cargo xtask bench` (builds the adapters first), or
 //! `cargo bench -p pixgw --bench adapter_call` once `cargo xtask plugins` has run.
+
+#[path = "../tests/it/common/mod.rs"]
+mod common;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -56,31 +61,6 @@ fn request(n: u64) -> ChargeRequest {
         },
         expires_in: 3600,
     }
-}
-
-/// The same component with a custom section appended: identical behaviour, another hash, so
-/// the compile cache cannot answer for it.
-fn new_version_of(wasm: &[u8], marker: u64) -> Vec<u8> {
-    fn leb(mut n: usize, out: &mut Vec<u8>) {
-        loop {
-            let byte = (n & 0x7f) as u8;
-            n >>= 7;
-            out.push(if n == 0 { byte } else { byte | 0x80 });
-            if n == 0 {
-                break;
-            }
-        }
-    }
-    let name = b"pixgw-bench-version";
-    let mut payload = Vec::new();
-    leb(name.len(), &mut payload);
-    payload.extend_from_slice(name);
-    payload.extend_from_slice(&marker.to_le_bytes());
-    let mut out = wasm.to_vec();
-    out.push(0);
-    leb(payload.len(), &mut out);
-    out.extend_from_slice(&payload);
-    out
 }
 
 /// A plugin directory with all thirteen built adapters.
@@ -126,6 +106,40 @@ fn startup(c: &mut Criterion, tokio: &tokio::runtime::Runtime, target: &Path) {
         started.elapsed().as_secs_f64()
     );
 
+    // A version whose code changed: efi compiled where only inter (another central-bank
+    // adapter, the same SDK and libraries) was compiled before, so only the functions the two
+    // do not share go through Cranelift.
+    let (one, cold) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    std::fs::copy(
+        target.join("plugins/inter.wasm"),
+        one.path().join("inter.wasm"),
+    )
+    .unwrap();
+    let runtime = tokio.block_on(start(one.path(), cold.path()));
+    std::fs::copy(target.join("plugins/efi.wasm"), one.path().join("efi.wasm")).unwrap();
+    let started = Instant::now();
+    tokio
+        .block_on(runtime.load_file(&one.path().join("efi.wasm")))
+        .unwrap();
+    let shared = started.elapsed();
+    let (alone, empty) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let runtime = tokio.block_on(start(alone.path(), empty.path()));
+    std::fs::copy(
+        target.join("plugins/efi.wasm"),
+        alone.path().join("efi.wasm"),
+    )
+    .unwrap();
+    let started = Instant::now();
+    tokio
+        .block_on(runtime.load_file(&alone.path().join("efi.wasm")))
+        .unwrap();
+    println!(
+        "swap/changed_code: efi after inter {:.0} ms, efi with nothing cached {:.0} ms",
+        shared.as_secs_f64() * 1000.0,
+        started.elapsed().as_secs_f64() * 1000.0
+    );
+    drop(runtime);
+
     let mut group = c.benchmark_group("startup");
     group.sample_size(10);
     group.bench_function("cached_13", |b| {
@@ -146,7 +160,7 @@ fn startup(c: &mut Criterion, tokio: &tokio::runtime::Runtime, target: &Path) {
             let mut spent = Duration::ZERO;
             for _ in 0..iters {
                 version += 1;
-                std::fs::write(&file, new_version_of(&efi, version)).unwrap();
+                std::fs::write(&file, common::new_version_of(&efi, &version.to_string())).unwrap();
                 let started = Instant::now();
                 tokio.block_on(runtime.load_file(&file)).unwrap();
                 spent += started.elapsed();

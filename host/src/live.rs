@@ -200,7 +200,7 @@ impl LiveUpdates {
                 let Some(app) = app.upgrade() else {
                     return;
                 };
-                let live = &app.live;
+                let live = &app.charges.live;
                 if live.followers.lock().charges.is_empty() {
                     continue;
                 }
@@ -247,7 +247,7 @@ pub async fn follow(
     charge_id: String,
 ) -> Result<Option<impl futures::Stream<Item = ChargeRecord> + use<>>, LiveError> {
     // Subscribe before reading, so a change between the two is not missed.
-    let updates = app.live.subscribe();
+    let updates = app.charges.live.subscribe();
     let Some(charge) = app
         .store
         .charge(&merchant_id, environment, &charge_id)
@@ -256,9 +256,10 @@ pub async fn follow(
         return Ok(None);
     };
     let place = app
+        .charges
         .live
         .admit(&charge.merchant_id, &charge.id, charge.status.as_str())?;
-    app.live.watch(&app);
+    app.charges.live.watch(&app);
     struct Follow {
         app: Arc<crate::app::App>,
         merchant_id: String,

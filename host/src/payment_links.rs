@@ -645,6 +645,7 @@ pub async fn pay(
     let request_id = crate::api::request_id::current();
     let created = tokio::spawn(async move {
         task_app
+            .charges
             .create_charge(&caller, &input, &reference, &request_id)
             .await
     })

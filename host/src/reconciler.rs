@@ -220,13 +220,18 @@ async fn check(app: &App, charge: ChargeRecord) {
 /// refuses the cancel because the payment came first — becomes `paid` with its `charge.paid`
 /// (once: the move is from `creating` only, so a resumed retry and this cannot both make it).
 async fn settle_orphan(app: &App, charge: &ChargeRecord) -> Result<(), ChargeError> {
-    let (adapter, prepared) = app.adapter_of(charge).await?;
+    let (adapter, prepared) = app.charges.adapter_of(charge).await?;
     let request_id = format!("orphan_{}", uuid::Uuid::new_v4().simple());
     let query = |psp_id: Option<String>| {
         let (adapter, prepared, request_id) = (&adapter, &prepared, &request_id);
         async move {
             adapter
-                .query_charge(prepared, request_id, &charge.reference, psp_id.as_deref())
+                .query_charge(
+                    prepared,
+                    request_id,
+                    charge.reference.as_str(),
+                    psp_id.as_deref(),
+                )
                 .await
         }
     };
@@ -251,7 +256,12 @@ async fn settle_orphan(app: &App, charge: &ChargeRecord) -> Result<(), ChargeErr
     } else if cancels {
         let psp_id = Some(psp.psp_id.clone()).filter(|id| !id.is_empty());
         match adapter
-            .cancel_charge(&prepared, &request_id, &charge.reference, psp_id.as_deref())
+            .cancel_charge(
+                &prepared,
+                &request_id,
+                charge.reference.as_str(),
+                psp_id.as_deref(),
+            )
             .await
         {
             Ok(after) => after,
@@ -271,6 +281,7 @@ async fn settle_orphan(app: &App, charge: &ChargeRecord) -> Result<(), ChargeErr
         // `move_charge` clears the next check of a final state itself.
         let update = crate::charges::update_of(&psp);
         let moved = app
+            .charges
             .move_charge(
                 &charge.id,
                 &[ChargeState::Creating],
@@ -321,13 +332,13 @@ fn paid(psp: &crate::runtime::Charge) -> bool {
 
 /// Asks the PSP; `Ok(true)` when the charge reached a final state.
 async fn check_one(app: &App, charge: &ChargeRecord) -> Result<bool, ChargeError> {
-    let (adapter, prepared) = app.adapter_of(charge).await?;
+    let (adapter, prepared) = app.charges.adapter_of(charge).await?;
     let request_id = format!("reconcile_{}", uuid::Uuid::new_v4().simple());
     let psp = match adapter
         .query_charge(
             &prepared,
             &request_id,
-            &charge.reference,
+            charge.reference.as_str(),
             charge.psp_id.as_deref(),
         )
         .await
@@ -340,7 +351,7 @@ async fn check_one(app: &App, charge: &ChargeRecord) -> Result<bool, ChargeError
         }) => return Ok(false),
         Err(e) => return Err(e.into()),
     };
-    if let Some(moved) = app.apply_psp_view(charge, &psp).await? {
+    if let Some(moved) = app.charges.apply_psp_view(charge, &psp).await? {
         tracing::info!(charge = %charge.id, status = moved.status.as_str(), "reconciled with the PSP");
         return Ok(moved.status.is_final());
     }
@@ -361,12 +372,13 @@ async fn check_one(app: &App, charge: &ChargeRecord) -> Result<bool, ChargeError
         // `charge.expired`; the PSP's answer to the cancel is the last word.
         let psp = match close_at_psp(&adapter, &prepared, &request_id, charge, psp).await? {
             Closed::Paid(psp) => {
-                let moved = app.apply_psp_view(charge, &psp).await?;
+                let moved = app.charges.apply_psp_view(charge, &psp).await?;
                 return Ok(moved.is_some_and(|m| m.status.is_final()));
             }
             Closed::Unpaid(psp) => psp,
         };
         let moved = app
+            .charges
             .move_charge(
                 &charge.id,
                 &[ChargeState::Pending],
@@ -413,7 +425,7 @@ async fn close_at_psp(
     let psp_id = Some(psp.psp_id.as_str()).filter(|id| !id.is_empty());
     let started = std::time::Instant::now();
     let result = adapter
-        .cancel_charge(prepared, request_id, &charge.reference, psp_id)
+        .cancel_charge(prepared, request_id, charge.reference.as_str(), psp_id)
         .await;
     crate::metrics::psp_call(
         &charge.provider,
@@ -443,7 +455,7 @@ async fn close_at_psp(
             ..
         }) => {
             let after = adapter
-                .query_charge(prepared, request_id, &charge.reference, psp_id)
+                .query_charge(prepared, request_id, charge.reference.as_str(), psp_id)
                 .await?;
             Ok(match state_of(after.status) {
                 _ if paid(&after) => Closed::Paid(after),

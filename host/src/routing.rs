@@ -13,7 +13,7 @@
 //!   not there → the next candidate; still unknown → the request stops with
 //!   `psp_outcome_unknown` and no other PSP is contacted. One request never leaves two live
 //!   charges, and its retry (same idempotency key) resumes at that same PSP
-//!   ([`App::create_charge`]).
+//!   ([`Service::create_charge`]).
 //! - **Health**: a credential whose PSP answered `unavailable` [`BreakerConfig::threshold`] times
 //!   in a row is skipped for [`BreakerConfig::cooldown`] (a circuit breaker, per gateway).
 
@@ -22,8 +22,9 @@ use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 
-use crate::app::App;
-use crate::charges::{Attempt, Caller, ChargeError, ChargeInput, PayerInput, nothing_created};
+use crate::charges::{
+    Attempt, Caller, ChargeError, ChargeInput, PayerInput, Service, nothing_created,
+};
 /// Where it always was; defined with the other settings.
 pub use crate::config::BreakerConfig;
 use crate::domain::{Environment, Reference};
@@ -57,7 +58,7 @@ impl Breaker {
 
     fn record(&self, credential: &CredentialRecord, unavailable: bool) {
         let mut state = self.state.lock();
-        let entry = state.entry(credential.id.clone()).or_default();
+        let entry = state.entry(credential.id.to_string()).or_default();
         let mut opened = false;
         if unavailable {
             entry.0 += 1;
@@ -238,22 +239,22 @@ async fn settle(
 
 /// Places a charge at the merchant's PSPs in turn, failing over as the module says.
 pub async fn route(
-    app: &App,
+    service: &Service,
     caller: &Caller,
     input: &ChargeInput,
     reference: &Reference,
     request_id: &str,
 ) -> Result<ChargeRecord, ChargeError> {
     // A resumed request (same idempotency key) was settled at its PSP by
-    // `App::create_charge` before it got here: this is a fresh placement.
-    let candidates: Vec<_> = app
+    // `Service::create_charge` before it got here: this is a fresh placement.
+    let candidates: Vec<_> = service
         .store
         .credentials(&caller.merchant_id, caller.environment)
         .await?
         .into_iter()
         .filter(|c| c.active)
         .map(|credential| {
-            let adapter = app.runtime.adapter(&credential.provider);
+            let adapter = service.runtime.adapter(&credential.provider);
             Candidate {
                 provider: credential.provider.clone(),
                 position: credential.position,
@@ -263,14 +264,15 @@ pub async fn route(
                     .as_ref()
                     .map(|a| a.manifest().required_payer_fields.clone())
                     .unwrap_or_default(),
-                circuit_open: app.breaker.is_open(&credential.id),
+                circuit_open: service.breaker.is_open(credential.id.as_str()),
                 target: (credential, adapter),
             }
         })
         .collect();
     // Only a request some PSP can take uses up a turn of the shared queue.
     let turn = if any_usable(&candidates, &input.payer) {
-        app.store
+        service
+            .store
             .next_route_turn(&caller.merchant_id, caller.environment)
             .await?
     } else {
@@ -300,9 +302,9 @@ pub async fn route(
             request_id,
             routing: Some(&routing),
         };
-        let error = match app.attempt_at(&attempt, adapter, credential).await {
+        let error = match service.attempt_at(&attempt, adapter, credential).await {
             Ok(charge) => {
-                app.breaker.record(credential, false);
+                service.breaker.record(credential, false);
                 return Ok(charge);
             }
             Err(ChargeError::Psp(call)) => call,
@@ -315,28 +317,29 @@ pub async fn route(
                 ..
             }
         );
-        app.breaker.record(credential, unavailable);
+        service.breaker.record(credential, unavailable);
         if nothing_created(&error) {
             tracing::info!(provider = %provider, outcome = outcome_of(&error), "failing over to the next PSP");
             last = Some(ChargeError::Psp(error));
             continue;
         }
         // The charge may exist at this PSP: ask before anything else.
-        let prepared =
-            app.prepared
-                .get_or_prepare(&app.vault, &app.config.base_url, adapter, credential)?;
+        let prepared = service.prepare(adapter, credential)?;
         let settled = settle(adapter, &prepared, reference, request_id).await;
         let record = |outcome| AttemptRecord {
-            reference: reference.to_string(),
-            credential_id: credential.id.clone(),
+            reference: reference.clone(),
+            credential_id: credential.id.to_string(),
             provider: provider.clone(),
             outcome,
             message: None,
         };
         match settled {
             Settled::Found(psp) => {
-                app.store.record_charge_attempt(&record("found")).await?;
-                let charge = app
+                service
+                    .store
+                    .record_charge_attempt(&record("found"))
+                    .await?;
+                let charge = service
                     .store
                     .charge_by_reference(reference.as_str())
                     .await?
@@ -349,20 +352,29 @@ pub async fn route(
                     // The reconciler settled it meanwhile; its state is the answer.
                     return Ok(charge);
                 }
-                return app.finish_created(&charge, psp, input.expires_in).await;
+                return service.finish_created(&charge, psp, input.expires_in).await;
             }
             Settled::Absent => {
-                app.store.record_charge_attempt(&record("absent")).await?;
-                if let Some(charge) = app.store.charge_by_reference(reference.as_str()).await?
+                service
+                    .store
+                    .record_charge_attempt(&record("absent"))
+                    .await?;
+                if let Some(charge) = service
+                    .store
+                    .charge_by_reference(reference.as_str())
+                    .await?
                     && charge.status == ChargeState::Creating
                 {
-                    app.store.delete_creating_charge(&charge.id).await?;
+                    service.store.delete_creating_charge(&charge.id).await?;
                 }
                 last = Some(ChargeError::Psp(error));
                 continue;
             }
             Settled::Unknown => {
-                app.store.record_charge_attempt(&record("unknown")).await?;
+                service
+                    .store
+                    .record_charge_attempt(&record("unknown"))
+                    .await?;
                 // Contact no other PSP: this one may hold the charge.
                 return Err(ChargeError::AllFailed {
                     attempted,

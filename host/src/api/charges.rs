@@ -308,6 +308,7 @@ pub async fn create(
     let request_id = request_id::current();
     let Some(key) = key else {
         let charge = app
+            .charges
             .create_charge(&caller, &input, &Reference::generate(), &request_id)
             .await
             .map_err(|e| psp_failure::from_charge_error(e, caller.environment))?;
@@ -357,6 +358,7 @@ pub async fn create(
         .map_err(|e| ApiError::internal(format!("stored reference: {e}")))?;
     let heartbeat = app.store.hold_idempotency_key(scope, &lock, lock_ms);
     let outcome = app
+        .charges
         .create_charge(&caller, &input, &reference, &request_id)
         .await;
     drop(heartbeat);
@@ -551,6 +553,7 @@ pub async fn cancel(
         .await?
         .ok_or_else(|| ApiError::not_found("charge", &id))?;
     let canceled = app
+        .charges
         .cancel_charge(&caller, charge, &request_id::current())
         .await
         .map_err(|e| psp_failure::from_charge_error(e, caller.environment))?;

@@ -183,7 +183,7 @@ fn object_of(view: CredentialView, verification: Option<Verification>) -> Creden
         record, webhook, ..
     } = view;
     CredentialObject {
-        id: record.id,
+        id: record.id.to_string(),
         object: "credential",
         provider: record.provider,
         environment: record.environment.as_str(),

@@ -1,5 +1,6 @@
-//! Charges: create one at a PSP, read them, cancel one. HTTP-free; `api::charges` and
-//! `web::charges` map these outcomes to responses.
+//! Charges: create one at a PSP, read them, cancel one, move one to a new state. HTTP-free;
+//! `api::charges` and `web::charges` map these outcomes to responses. [`Service`] holds what
+//! these operations use; the gateway keeps one, as `App::charges`.
 //!
 //! A charge made by a dashboard user keeps them as its operator (a cashier's sale); a cancel is
 //! written to the audit log with whoever asked for it.
@@ -18,15 +19,21 @@
 
 pub mod object;
 
-use crate::app::App;
+use std::sync::Arc;
+
 use crate::audit::{self, Actor};
+use crate::credentials::PreparedCache;
 use crate::domain::{
     Amount, BrCode, ChargeId, Document, Email, Environment, Line, Metadata, Reference,
 };
-use crate::runtime::{self, CallError, PspError};
+use crate::live::LiveUpdates;
+use crate::routing::Breaker;
+use crate::runtime::{self, CallError, PspError, Runtime};
 use crate::store::charges::{ChargeRecord, ChargeState, PspUpdate};
 use crate::store::credentials::CredentialRecord;
-use crate::store::{StoreError, now_ms};
+use crate::store::{Store, StoreError, now_ms};
+use crate::vault::{Vault, VaultError};
+use crate::webhooks::outbound::OutboxSignal;
 
 /// Settings of charge creation.
 #[derive(Debug, Clone)]
@@ -201,7 +208,57 @@ pub(crate) fn update_of(charge: &runtime::Charge) -> PspUpdate {
     }
 }
 
-impl App {
+/// The charge operations and what they use: shared handles on the gateway's store, adapters and
+/// vault, and the state charge operations own (prepared credentials, PSP health, live updates,
+/// the outbox signal), which the rest of the gateway reaches through `app.charges`.
+pub struct Service {
+    pub(crate) store: Store,
+    pub(crate) runtime: Arc<Runtime>,
+    vault: Arc<Vault>,
+    /// Prepared credentials: the vault opened and the certificate parsed once per version.
+    prepared: PreparedCache,
+    /// PSP health for the router.
+    pub(crate) breaker: Breaker,
+    /// Charge status changes made by this gateway, for live screens.
+    pub live: LiveUpdates,
+    /// Wakes the delivery worker when this gateway wrote to the outbox.
+    pub outbox: OutboxSignal,
+    /// The gateway's public URL, under which each credential's webhook URL lies.
+    base_url: String,
+    /// Milliseconds from a charge's creation to the reconciler's first check of it.
+    first_check_ms: i64,
+}
+
+impl Service {
+    pub fn new(
+        store: Store,
+        runtime: Arc<Runtime>,
+        vault: Arc<Vault>,
+        config: &crate::config::AppConfig,
+    ) -> Service {
+        Service {
+            store,
+            runtime,
+            vault,
+            prepared: PreparedCache::default(),
+            breaker: Breaker::new(config.breaker.clone()),
+            live: LiveUpdates::new(config.live_streams_per_merchant),
+            outbox: OutboxSignal::default(),
+            base_url: config.base_url.clone(),
+            first_check_ms: config.reconciler.first_check_ms(),
+        }
+    }
+
+    /// `credential` ready for calls to `adapter` (from the cache when unchanged).
+    pub fn prepare(
+        &self,
+        adapter: &runtime::Adapter,
+        credential: &CredentialRecord,
+    ) -> Result<Arc<runtime::PreparedCredential>, VaultError> {
+        self.prepared
+            .get_or_prepare(&self.vault, &self.base_url, adapter, credential)
+    }
+
     /// The adapter serving `provider`, or the list of those that exist.
     fn adapter_for(&self, provider: &str) -> Result<runtime::Adapter, ChargeError> {
         self.runtime
@@ -217,7 +274,7 @@ impl App {
         &self,
         adapter: &runtime::Adapter,
         charge: &ChargeRecord,
-    ) -> Result<std::sync::Arc<runtime::PreparedCredential>, ChargeError> {
+    ) -> Result<Arc<runtime::PreparedCredential>, ChargeError> {
         let record = self
             .store
             .credential_by_id(&charge.credential_id)
@@ -225,9 +282,7 @@ impl App {
             .ok_or_else(|| {
                 StoreError::Corrupt(format!("charge {} names no credential", charge.id))
             })?;
-        Ok(self
-            .prepared
-            .get_or_prepare(&self.vault, &self.config.base_url, adapter, &record)?)
+        Ok(self.prepare(adapter, &record)?)
     }
 
     /// Creates a charge at the PSP the request names, or at the one the router picks for
@@ -286,7 +341,7 @@ impl App {
             .query_charge(
                 &prepared,
                 request_id,
-                &charge.reference,
+                charge.reference.as_str(),
                 charge.psp_id.as_deref(),
             )
             .await;
@@ -373,21 +428,16 @@ impl App {
             request_id,
             routing,
         } = *attempt;
-        let prepared = self.prepared.get_or_prepare(
-            &self.vault,
-            &self.config.base_url,
-            adapter,
-            credential,
-        )?;
+        let prepared = self.prepare(adapter, credential)?;
         let provider = adapter.manifest().id.clone();
         let now = now_ms();
         let charge = ChargeRecord {
             id: ChargeId::generate().to_string(),
             merchant_id: caller.merchant_id.clone(),
             environment: caller.environment,
-            credential_id: credential.id.clone(),
+            credential_id: credential.id.to_string(),
             provider: provider.clone(),
-            reference: reference.to_string(),
+            reference: reference.clone(),
             psp_id: None,
             status: ChargeState::Creating,
             amount: input.amount.centavos() as i64,
@@ -459,8 +509,8 @@ impl App {
             Err(e) => crate::routing::outcome_of(e),
         };
         let attempt = crate::store::routing::AttemptRecord {
-            reference: reference.to_string(),
-            credential_id: credential.id.clone(),
+            reference: reference.clone(),
+            credential_id: credential.id.to_string(),
             provider: provider.clone(),
             outcome,
             message: result.as_ref().err().map(|e| e.to_string()),
@@ -493,7 +543,7 @@ impl App {
             .await
     }
 
-    /// [`App::finish_created`], recording `attempt` (the create that brought the answer) in
+    /// [`Service::finish_created`], recording `attempt` (the create that brought the answer) in
     /// the same transaction as the move.
     async fn finish_created_with(
         &self,
@@ -546,7 +596,7 @@ impl App {
         };
         if let Some(copy_paste) = copy_paste {
             // The image is always drawn here from the code, not taken from the PSP: one compact
-            // 1-bit PNG (about 1 KB) whichever PSP made the charge, where PSPs' own are up to
+            // 1-bit PNG (about 2.5 KB) whichever PSP made the charge, where PSPs' own are up to
             // 50 KB.
             let code = copy_paste.as_str().to_owned();
             // Drawing and PNG-encoding is CPU work: keep it off the async workers.
@@ -583,7 +633,7 @@ impl App {
             // Someone else finished this very charge (a resumed request racing the first).
             None => Ok(self
                 .store
-                .charge_by_reference(&charge.reference)
+                .charge_by_reference(charge.reference.as_str())
                 .await?
                 .ok_or_else(|| {
                     StoreError::Corrupt(format!("reference {} vanished", charge.reference))
@@ -621,7 +671,7 @@ impl App {
             .cancel_charge(
                 &prepared,
                 request_id,
-                &charge.reference,
+                charge.reference.as_str(),
                 charge.psp_id.as_deref(),
             )
             .await;
@@ -674,7 +724,7 @@ impl App {
     }
 }
 
-impl App {
+impl Service {
     /// Moves a charge to `to` and reports the move: the event its new state emits (with the
     /// outbox rows, in the same transaction), the reconciler's schedule, live screens and
     /// metrics. `None` when the charge was no longer in `from`: nothing happened.
@@ -690,7 +740,7 @@ impl App {
             .await
     }
 
-    /// [`App::move_charge`], recording `attempt` in the same transaction.
+    /// [`Service::move_charge`], recording `attempt` in the same transaction.
     async fn move_charge_with(
         &self,
         charge_id: &str,
@@ -703,7 +753,7 @@ impl App {
         update.next_check_at = if to.is_final() {
             Some(None)
         } else if created {
-            Some(Some(now_ms() + self.config.reconciler.first_check_ms()))
+            Some(Some(now_ms() + self.first_check_ms))
         } else {
             None
         };
@@ -779,13 +829,7 @@ impl App {
     pub(crate) async fn adapter_of(
         &self,
         charge: &ChargeRecord,
-    ) -> Result<
-        (
-            runtime::Adapter,
-            std::sync::Arc<runtime::PreparedCredential>,
-        ),
-        ChargeError,
-    > {
+    ) -> Result<(runtime::Adapter, Arc<runtime::PreparedCredential>), ChargeError> {
         let adapter = self.adapter_for(&charge.provider)?;
         let prepared = self.connection_of(&adapter, charge).await?;
         Ok((adapter, prepared))

@@ -117,7 +117,7 @@ impl From<&ChargeRecord> for ChargeObject {
             amount: c.amount,
             currency: "BRL",
             provider: c.provider.clone(),
-            reference: c.reference.clone(),
+            reference: c.reference.to_string(),
             psp_id: c.psp_id.clone(),
             description: c.description.clone(),
             payer,

@@ -95,9 +95,7 @@ pub async fn register(
         };
         outcome(RegistrationStatus::Manual, Some(message), None)
     } else {
-        let prepared =
-            app.prepared
-                .get_or_prepare(&app.vault, &app.config.base_url, adapter, record)?;
+        let prepared = app.charges.prepare(adapter, record)?;
         match adapter
             .register_webhook(&prepared, &request_id::current())
             .await
@@ -116,7 +114,7 @@ pub async fn register(
         }
     };
     app.store
-        .set_webhook_registration(&record.id, &registration)
+        .set_webhook_registration(record.id.as_str(), &registration)
         .await?;
     Ok(registration)
 }

@@ -252,7 +252,7 @@ pub fn open_fields(
 ) -> Result<BTreeMap<String, String>, VaultError> {
     let mut fields = record.public_fields.clone();
     for (name, sealed) in &record.sealed_fields {
-        let aad = Aad::new("credentials", &record.id, name);
+        let aad = Aad::new("credentials", record.id.as_str(), name);
         fields.insert(name.clone(), vault.open_string(sealed, &aad)?.to_string());
     }
     Ok(fields)
@@ -401,16 +401,17 @@ pub(crate) mod tests {
         let key = "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=";
         let vault = Vault::new(crate::vault::MasterKey::from_base64(key).unwrap(), vec![]);
         let m = manifest();
+        let id = crate::domain::CredentialId::generate();
         let (public, sealed) = seal(
             &vault,
             &m,
-            "cred_1",
+            id.as_str(),
             &fields(&[("secret-key", "sk_test_1"), ("note", "n")]),
         );
         assert_eq!(public, fields(&[("note", "n")]));
         assert!(!sealed["secret-key"].contains("sk_test_1"));
         let record = CredentialRecord {
-            id: "cred_1".into(),
+            id,
             merchant_id: "mer".into(),
             environment: Environment::Test,
             provider: "stripe-like".into(),
@@ -431,7 +432,7 @@ pub(crate) mod tests {
             "sk_test_1"
         );
         let moved = CredentialRecord {
-            id: "cred_2".into(),
+            id: crate::domain::CredentialId::generate(),
             ..record
         };
         assert!(matches!(

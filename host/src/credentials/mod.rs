@@ -215,12 +215,14 @@ pub async fn connect(
             .unwrap_or(0),
     };
 
-    let id = CredentialId::generate().to_string();
+    let id = CredentialId::generate();
     let token = Reference::generate().to_string();
-    let (public_fields, sealed_fields) = seal(&app.vault, manifest, &id, &fields);
+    let (public_fields, sealed_fields) = seal(&app.vault, manifest, id.as_str(), &fields);
     let now = now_ms();
     let record = CredentialRecord {
-        webhook_token_sealed: app.vault.seal(token.as_bytes(), &webhook_token_aad(&id)),
+        webhook_token_sealed: app
+            .vault
+            .seal(token.as_bytes(), &webhook_token_aad(id.as_str())),
         id,
         merchant_id: caller.merchant_id.clone(),
         environment: caller.environment,
@@ -245,14 +247,14 @@ pub async fn connect(
     };
     app.store.insert_credential(&record).await??;
     app.store
-        .set_verification(&record.id, &verification)
+        .set_verification(record.id.as_str(), &verification)
         .await?;
     let registration = checks::register(app, &adapter, &record, new.register_webhook).await?;
     audit::record(
         &app.store,
         caller,
         "credential.connect",
-        Some(("credential", &record.id)),
+        Some(("credential", record.id.as_str())),
         format!(
             "connected {} {:?}: verification {}, webhook {}",
             record.provider,
@@ -285,7 +287,7 @@ pub async fn list(app: &App, caller: &Caller) -> Result<Vec<CredentialView>, Cre
     records
         .into_iter()
         .map(|record| {
-            let checks = checks.remove(&record.id).unwrap_or_default();
+            let checks = checks.remove(record.id.as_str()).unwrap_or_default();
             view(app, record, checks)
         })
         .collect()
@@ -305,7 +307,7 @@ pub async fn find(
 
 pub async fn get(app: &App, caller: &Caller, id: &str) -> Result<CredentialView, CredentialError> {
     let record = find(app, caller, id).await?;
-    let checks = app.store.credential_checks(&record.id).await?;
+    let checks = app.store.credential_checks(record.id.as_str()).await?;
     view(app, record, checks)
 }
 
@@ -357,9 +359,10 @@ pub async fn update(
         )?;
         replaced = changed_names(&existing, &merged);
         tried = Some(if change.verify {
-            let token = app
-                .vault
-                .open_string(&record.webhook_token_sealed, &webhook_token_aad(&record.id))?;
+            let token = app.vault.open_string(
+                &record.webhook_token_sealed,
+                &webhook_token_aad(record.id.as_str()),
+            )?;
             checks::verify(app, &adapter, &record, merged.clone(), &token)
                 .await
                 .map_err(|error| refused(&record, error))?
@@ -367,11 +370,11 @@ pub async fn update(
             checks::skipped()
         });
         (record.public_fields, record.sealed_fields) =
-            seal(&app.vault, adapter.manifest(), &record.id, &merged);
+            seal(&app.vault, adapter.manifest(), record.id.as_str(), &merged);
     }
     record.updated_at = now_ms().max(record.updated_at + 1);
     if app.store.update_credential(&record, fields_changed).await? == Saved::Conflict {
-        let current = find(app, caller, &record.id).await?;
+        let current = find(app, caller, record.id.as_str()).await?;
         return Err(CredentialError::Conflict {
             expected: record.version,
             current: current.version,
@@ -379,7 +382,9 @@ pub async fn update(
     }
     record.version += 1;
     if let Some(outcome) = &tried {
-        app.store.set_verification(&record.id, outcome).await?;
+        app.store
+            .set_verification(record.id.as_str(), outcome)
+            .await?;
     }
     // The answer tells the verification only when this change asked for one.
     let verification = tried.filter(|_| change.verify);
@@ -410,7 +415,7 @@ pub async fn update(
         );
         audit::record(&app.store, caller, "credential.update", target, summary).await?;
     }
-    let checks = app.store.credential_checks(&record.id).await?;
+    let checks = app.store.credential_checks(record.id.as_str()).await?;
     Ok(Updated {
         view: view(app, record, checks)?,
         verification,
@@ -429,7 +434,7 @@ pub async fn reorder(
         .store
         .credentials(&caller.merchant_id, caller.environment)
         .await?;
-    let Some(at) = records.iter().position(|r| r.id == id) else {
+    let Some(at) = records.iter().position(|r| r.id.as_str() == id) else {
         return Err(CredentialError::NotFound);
     };
     let Some(to) = step_target(at, records.len(), step) else {
@@ -496,9 +501,10 @@ fn view(
     record: CredentialRecord,
     checks: CredentialChecks,
 ) -> Result<CredentialView, CredentialError> {
-    let token = app
-        .vault
-        .open_string(&record.webhook_token_sealed, &webhook_token_aad(&record.id))?;
+    let token = app.vault.open_string(
+        &record.webhook_token_sealed,
+        &webhook_token_aad(record.id.as_str()),
+    )?;
     let adapter = app.runtime.adapter(&record.provider);
     let manifest = adapter.as_ref().map(|a| a.manifest());
     let header = manifest.and_then(|m| token_header(m).map(str::to_owned));
@@ -588,7 +594,7 @@ mod tests {
 
     fn record() -> CredentialRecord {
         CredentialRecord {
-            id: "cred_1".into(),
+            id: crate::domain::CredentialId::generate(),
             merchant_id: "mer".into(),
             environment: Environment::Test,
             provider: "efi".into(),

@@ -23,7 +23,7 @@ pub fn runtime_credential(
     token: &str,
 ) -> Credential {
     Credential {
-        id: record.id.clone(),
+        id: record.id.to_string(),
         environment: record.environment.into(),
         fields,
         webhook_url: Some(webhook_url(
@@ -51,7 +51,7 @@ impl PreparedCache {
         record: &CredentialRecord,
     ) -> Result<Arc<PreparedCredential>, VaultError> {
         let key = (
-            record.id.clone(),
+            record.id.to_string(),
             record.updated_at,
             adapter.version().to_owned(),
         );
@@ -59,13 +59,15 @@ impl PreparedCache {
             return Ok(hit.clone());
         }
         let fields = open_fields(vault, record)?;
-        let token =
-            vault.open_string(&record.webhook_token_sealed, &webhook_token_aad(&record.id))?;
+        let token = vault.open_string(
+            &record.webhook_token_sealed,
+            &webhook_token_aad(record.id.as_str()),
+        )?;
         let credential = runtime_credential(adapter, base_url, record, fields, &token);
         let prepared = Arc::new(adapter.prepare(&credential));
         let mut entries = self.entries.lock();
         // Stale versions of this credential go; the map stays as small as the live credentials.
-        entries.retain(|(id, ..), _| id != &record.id);
+        entries.retain(|(id, ..), _| id != record.id.as_str());
         entries.insert(key, prepared.clone());
         Ok(prepared)
     }

@@ -112,7 +112,7 @@ async fn pass(store: &Store, vault: &Vault) -> Result<Pass, RotationError> {
                 break;
             }
             // A merchant saved it meanwhile: take it as it is now.
-            match store.credential_by_id(&record.id).await? {
+            match store.credential_by_id(record.id.as_str()).await? {
                 Some(now) => record = now,
                 None => {
                     settled = true;
@@ -123,7 +123,7 @@ async fn pass(store: &Store, vault: &Vault) -> Result<Pass, RotationError> {
         if !settled {
             return Err(RotationError::Busy {
                 what: "credential",
-                id: record.id,
+                id: record.id.to_string(),
             });
         }
     }
@@ -188,15 +188,18 @@ fn reseal_credential(
     for (name, sealed) in record.sealed_fields.iter_mut() {
         if let Some(key) = old_key(vault, sealed) {
             *sealed = vault
-                .reseal(sealed, &Aad::new("credentials", &record.id, name))
-                .map_err(failed(&record.id))?;
+                .reseal(sealed, &Aad::new("credentials", record.id.as_str(), name))
+                .map_err(failed(record.id.as_str()))?;
             keys.push(key);
         }
     }
     if let Some(key) = old_key(vault, &record.webhook_token_sealed) {
         record.webhook_token_sealed = vault
-            .reseal(&record.webhook_token_sealed, &webhook_token_aad(&record.id))
-            .map_err(failed(&record.id))?;
+            .reseal(
+                &record.webhook_token_sealed,
+                &webhook_token_aad(record.id.as_str()),
+            )
+            .map_err(failed(record.id.as_str()))?;
         keys.push(key);
     }
     if keys.is_empty() {

@@ -106,7 +106,7 @@ mod tests {
     #[test]
     fn the_token_rides_in_the_url_unless_a_header_carries_it() {
         let record = CredentialRecord {
-            id: "cred_1".into(),
+            id: crate::domain::CredentialId::generate(),
             merchant_id: "mer".into(),
             environment: crate::domain::Environment::Test,
             provider: "p".into(),

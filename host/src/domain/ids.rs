@@ -73,6 +73,14 @@ macro_rules! public_id {
             }
         }
 
+        impl std::str::FromStr for $name {
+            type Err = DomainError;
+
+            fn from_str(input: &str) -> Result<Self, Self::Err> {
+                $name::parse(input)
+            }
+        }
+
         impl TryFrom<String> for $name {
             type Error = DomainError;
 

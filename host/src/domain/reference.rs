@@ -60,6 +60,14 @@ impl fmt::Display for Reference {
     }
 }
 
+impl std::str::FromStr for Reference {
+    type Err = DomainError;
+
+    fn from_str(input: &str) -> Result<Self, Self::Err> {
+        Reference::parse(input)
+    }
+}
+
 impl TryFrom<String> for Reference {
     type Error = DomainError;
 

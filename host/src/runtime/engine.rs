@@ -3,7 +3,9 @@
 //! Component model, pooling allocator (instances come from pre-reserved slots, so a fresh store
 //! per call costs microseconds), epoch interruption driven by a ticker thread, and a linker with
 //! the `pixgw:psp` imports plus WASI reduced to nothing (no files, environment or sockets).
-//! Compiled components are cached on disk by content hash, so a restart skips Cranelift.
+//! Compiled components are cached on disk by content hash, so a restart skips Cranelift, and
+//! compiled functions are cached one by one ([`FunctionCache`]), so a new version of an adapter
+//! recompiles only what changed.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -16,6 +18,7 @@ use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConf
 
 use super::bindings;
 use super::call::CallState;
+use super::function_cache::FunctionCache;
 
 /// How often the epoch advances; deadlines are checked at this granularity.
 pub const EPOCH_TICK: Duration = Duration::from_millis(10);
@@ -75,6 +78,16 @@ impl AdapterEngine {
             .memory_reservation_for_growth(0)
             .max_wasm_stack(1 << 20)
             .async_stack_size(2 << 20);
+        if let Some(dir) = &cache_dir {
+            std::fs::create_dir_all(dir)?;
+        }
+        let functions = match &cache_dir {
+            Some(dir) => FunctionCache::on_disk(dir)?,
+            None => FunctionCache::in_memory(),
+        };
+        config
+            .enable_incremental_compilation(Arc::new(functions))
+            .map_err(|e| anyhow::anyhow!("{e}"))?;
         let engine = Engine::new(&config).map_err(|e| anyhow::anyhow!("{e}"))?;
 
         let mut linker = Linker::<CallState>::new(&engine);
@@ -96,9 +109,6 @@ impl AdapterEngine {
                 }
             })?;
 
-        if let Some(dir) = &cache_dir {
-            std::fs::create_dir_all(dir)?;
-        }
         Ok(AdapterEngine {
             engine,
             linker,

@@ -1,6 +1,7 @@
 //! The plugin runtime: PSP adapters as sandboxed WebAssembly components.
 //!
-//! - [`engine`]: the shared wasmtime engine (pooling, epochs, limits) and the compile cache.
+//! - [`engine`]: the shared wasmtime engine (pooling, epochs, limits) and the compile cache;
+//!   [`function_cache`]: compiled functions kept for the next version of an adapter.
 //! - [`registry`]: provider id → the adapter version serving now; validation of new files.
 //! - [`watcher`]: hot reload of the plugin directory.
 //! - [`call`]: one call — a fresh store, its scope and limits, traps mapped to [`PluginFault`].
@@ -17,6 +18,7 @@ pub mod call;
 pub mod crypto;
 pub mod egress;
 pub mod engine;
+pub mod function_cache;
 pub mod outbound;
 pub mod registry;
 pub mod watcher;

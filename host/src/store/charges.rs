@@ -6,7 +6,7 @@ use sqlx::{Connection, Row};
 
 use super::events::EventRecord;
 use super::{Columns, Store, StoreError};
-use crate::domain::Environment;
+use crate::domain::{Environment, Reference};
 
 /// Where it always was; defined with the other domain types.
 pub use crate::domain::ChargeState;
@@ -18,7 +18,7 @@ pub struct ChargeRecord {
     pub environment: Environment,
     pub credential_id: String,
     pub provider: String,
-    pub reference: String,
+    pub reference: Reference,
     pub psp_id: Option<String>,
     pub status: ChargeState,
     pub amount: i64,
@@ -143,7 +143,7 @@ impl Store {
         .bind(c.environment.as_str())
         .bind(&c.credential_id)
         .bind(&c.provider)
-        .bind(&c.reference)
+        .bind(c.reference.as_str())
         .bind(&c.psp_id)
         .bind(c.status.as_str())
         .bind(c.amount)
@@ -527,7 +527,7 @@ fn record_of(r: &sqlx::any::AnyRow) -> Result<ChargeRecord, StoreError> {
         environment: r.parsed("environment")?,
         credential_id: r.col("credential_id")?,
         provider: r.col("provider")?,
-        reference: r.col("reference")?,
+        reference: r.parsed("reference")?,
         psp_id: r.col("psp_id")?,
         status: r.parsed("status")?,
         amount: r.col("amount")?,

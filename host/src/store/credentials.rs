@@ -13,11 +13,11 @@ use std::collections::{BTreeMap, HashMap};
 use serde::{Deserialize, Serialize};
 
 use super::{Columns, Store, StoreError};
-use crate::domain::Environment;
+use crate::domain::{CredentialId, Environment};
 
 #[derive(Debug, Clone)]
 pub struct CredentialRecord {
-    pub id: String,
+    pub id: CredentialId,
     pub merchant_id: String,
     pub environment: Environment,
     pub provider: String,
@@ -152,7 +152,7 @@ impl Store {
             "INSERT INTO credentials ({COLUMNS}) \
              VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)"
         ))
-        .bind(&c.id)
+        .bind(c.id.as_str())
         .bind(&c.merchant_id)
         .bind(c.environment.as_str())
         .bind(&c.provider)
@@ -197,7 +197,7 @@ impl Store {
             .bind(c.position)
             .bind(c.updated_at)
             .bind(c.route_limit)
-            .bind(&c.id)
+            .bind(c.id.as_str())
             .bind(c.version);
         if fields_changed {
             query = query
@@ -222,7 +222,7 @@ impl Store {
         .bind(json(&c.sealed_fields))
         .bind(&c.webhook_token_sealed)
         .bind(c.updated_at)
-        .bind(&c.id)
+        .bind(c.id.as_str())
         .bind(c.version)
         .execute(self.pool())
         .await?;
@@ -447,7 +447,7 @@ fn checks_of(r: &sqlx::any::AnyRow) -> Result<CredentialChecks, StoreError> {
 
 fn record_of(r: &sqlx::any::AnyRow) -> Result<CredentialRecord, StoreError> {
     Ok(CredentialRecord {
-        id: r.col("id")?,
+        id: r.parsed("id")?,
         merchant_id: r.col("merchant_id")?,
         environment: r.parsed("environment")?,
         provider: r.col("provider")?,

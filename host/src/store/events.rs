@@ -10,10 +10,16 @@
 //!
 //! **Removed endpoints.** Nothing is claimed or renewed for an endpoint that is disabled or
 //! deleted, and recording an attempt never revives a canceled delivery.
+//!
+//! **Writes.** The worker's writes (claims, renewals, attempts) go through the store's writer
+//! as [`Durability::Deferred`]: on SQLite they join the charge path's group commits instead of
+//! waiting on its write lock, and none of them costs a sync. A crash may lose the last of them;
+//! the lease then runs out and the delivery is sent again, which at-least-once delivery (event
+//! ids for receivers to deduplicate) already promises.
 
 use sqlx::Row;
 
-use super::{Columns, Store, StoreError, now_ms};
+use super::{Columns, Durability, Store, StoreError, now_ms};
 use crate::domain::Environment;
 
 #[derive(Debug, Clone)]
@@ -269,6 +275,9 @@ impl Store {
         // (PostgreSQL) or waits for the single writer (SQLite), so no row is leased twice. The
         // per-endpoint count may be passed by a few when gateways claim at the same instant.
         let lease = DeliveryLease(super::lease_owner());
+        let owner = lease.0.clone();
+        self.write_with(Durability::Deferred, move |conn| {
+            Box::pin(async move {
         sqlx::query(
             "UPDATE webhook_deliveries SET lease_until = $1, lease_owner = $2 \
              WHERE id IN (SELECT id FROM ( \
@@ -285,11 +294,15 @@ impl Store {
                AND status = 'pending' AND lease_until < $3",
         )
         .bind(now + limits.lease_ms)
-        .bind(&lease.0)
+        .bind(&owner)
         .bind(now)
         .bind(limits.rows)
         .bind(limits.per_endpoint)
-        .execute(self.pool())
+        .execute(&mut *conn)
+        .await?;
+                Ok(())
+            })
+        })
         .await?;
         let rows = sqlx::query(
             "SELECT d.id, d.event_id, d.endpoint_id, d.status, d.attempts, d.next_attempt_at, \
@@ -325,19 +338,25 @@ impl Store {
         lease: &DeliveryLease,
         lease_ms: i64,
     ) -> Result<bool, StoreError> {
-        let renewed = sqlx::query(
-            "UPDATE webhook_deliveries SET lease_until = $1 \
-             WHERE id = $2 AND lease_owner = $3 AND status = 'pending' \
-               AND endpoint_id IN (SELECT id FROM webhook_endpoints \
-                                   WHERE status = 'enabled' AND deleted_at IS NULL)",
-        )
-        .bind(now_ms() + lease_ms)
-        .bind(delivery_id)
-        .bind(&lease.0)
-        .execute(self.pool())
-        .await?
-        .rows_affected();
-        Ok(renewed == 1)
+        let (delivery_id, owner) = (delivery_id.to_owned(), lease.0.clone());
+        self.write_with(Durability::Deferred, move |conn| {
+            Box::pin(async move {
+                let renewed = sqlx::query(
+                    "UPDATE webhook_deliveries SET lease_until = $1 \
+                     WHERE id = $2 AND lease_owner = $3 AND status = 'pending' \
+                       AND endpoint_id IN (SELECT id FROM webhook_endpoints \
+                                           WHERE status = 'enabled' AND deleted_at IS NULL)",
+                )
+                .bind(now_ms() + lease_ms)
+                .bind(&delivery_id)
+                .bind(&owner)
+                .execute(&mut *conn)
+                .await?
+                .rows_affected();
+                Ok(renewed == 1)
+            })
+        })
+        .await
     }
 
     /// Logs an attempt and moves the delivery on; releases its lease. A delivery canceled while
@@ -352,48 +371,51 @@ impl Store {
     ) -> Result<bool, StoreError> {
         let now = now_ms();
         let attempt = delivery.attempts + 1;
-        let mut tx = self.pool().begin().await?;
-        // Every expression on the right reads the row as it was before this update.
-        let moved = sqlx::query(
-            "UPDATE webhook_deliveries SET attempts = $1, \
-             status = CASE WHEN status = 'pending' THEN $2 ELSE status END, \
-             next_attempt_at = $3, lease_until = 0, last_status = $4, last_error = $5, \
-             delivered_at = CASE WHEN status = 'pending' AND $2 = 'delivered' THEN $6 \
-                                 ELSE delivered_at END \
-             WHERE id = $7 AND lease_owner = $8 AND attempts = $9 \
-               AND status IN ('pending', 'canceled')",
-        )
-        .bind(attempt)
-        .bind(outcome.next_status)
-        .bind(outcome.next_attempt_at)
-        .bind(outcome.status_code.map(i64::from))
-        .bind(&outcome.error)
-        .bind(now)
-        .bind(&delivery.id)
-        .bind(&lease.0)
-        .bind(delivery.attempts)
-        .execute(&mut *tx)
-        .await?
-        .rows_affected();
-        if moved == 0 {
-            tx.rollback().await?;
-            return Ok(false);
-        }
-        sqlx::query(
-            "INSERT INTO delivery_attempts (delivery_id, attempt, at, status_code, latency_ms, \
-             error, response_excerpt) VALUES ($1, $2, $3, $4, $5, $6, $7)",
-        )
-        .bind(&delivery.id)
-        .bind(attempt)
-        .bind(now)
-        .bind(outcome.status_code.map(i64::from))
-        .bind(outcome.latency_ms)
-        .bind(&outcome.error)
-        .bind(&outcome.response_excerpt)
-        .execute(&mut *tx)
-        .await?;
-        tx.commit().await?;
-        Ok(true)
+        let (delivery, owner, outcome) = (delivery.clone(), lease.0.clone(), outcome.clone());
+        self.write_with(Durability::Deferred, move |conn| {
+            Box::pin(async move {
+                // Every expression on the right reads the row as it was before this update.
+                let moved = sqlx::query(
+                    "UPDATE webhook_deliveries SET attempts = $1, \
+                     status = CASE WHEN status = 'pending' THEN $2 ELSE status END, \
+                     next_attempt_at = $3, lease_until = 0, last_status = $4, last_error = $5, \
+                     delivered_at = CASE WHEN status = 'pending' AND $2 = 'delivered' THEN $6 \
+                                         ELSE delivered_at END \
+                     WHERE id = $7 AND lease_owner = $8 AND attempts = $9 \
+                       AND status IN ('pending', 'canceled')",
+                )
+                .bind(attempt)
+                .bind(outcome.next_status)
+                .bind(outcome.next_attempt_at)
+                .bind(outcome.status_code.map(i64::from))
+                .bind(&outcome.error)
+                .bind(now)
+                .bind(&delivery.id)
+                .bind(&owner)
+                .bind(delivery.attempts)
+                .execute(&mut *conn)
+                .await?
+                .rows_affected();
+                if moved == 0 {
+                    return Ok(false);
+                }
+                sqlx::query(
+                    "INSERT INTO delivery_attempts (delivery_id, attempt, at, status_code, \
+                     latency_ms, error, response_excerpt) VALUES ($1, $2, $3, $4, $5, $6, $7)",
+                )
+                .bind(&delivery.id)
+                .bind(attempt)
+                .bind(now)
+                .bind(outcome.status_code.map(i64::from))
+                .bind(outcome.latency_ms)
+                .bind(&outcome.error)
+                .bind(&outcome.response_excerpt)
+                .execute(&mut *conn)
+                .await?;
+                Ok(true)
+            })
+        })
+        .await
     }
 
     /// Queues an event again: its deliveries to enabled endpoints become due now, and

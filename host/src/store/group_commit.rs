@@ -10,6 +10,15 @@
 //!
 //! On PostgreSQL a unit is simply its own transaction on the pool: the server already groups
 //! concurrent commits into one WAL flush.
+//!
+//! A unit is [`Durability::Durable`] or [`Durability::Deferred`]. A deferred write may be lost
+//! by a crash until the next durable commit (or checkpoint) carries it to disk, and costs no
+//! `fsync`: the idempotency claim before a charge's `creating` row (that row's durable commit
+//! carries the claim with it; a claim lost alone lost nothing) and a successful answer stored
+//! for its key (a retry that finds no answer resumes with the same reference and finds the
+//! charge). A group syncs when any of its units is durable. SQLite: `synchronous = NORMAL` for
+//! a group of deferred units only (in WAL mode a later synced commit syncs every frame before
+//! it); PostgreSQL: `synchronous_commit = off` for that transaction.
 
 use std::panic::AssertUnwindSafe;
 
@@ -26,7 +35,22 @@ const MAX_GROUP: usize = 256;
 /// What a unit hands the writer after running: whether it succeeded (its savepoint is kept),
 /// and how to answer its caller once the group's commit is known.
 type Ran = (bool, Box<dyn FnOnce(Result<(), String>) + Send>);
-type Unit = Box<dyn for<'c> FnOnce(&'c mut AnyConnection) -> BoxFuture<'c, Ran> + Send>;
+type Work = Box<dyn for<'c> FnOnce(&'c mut AnyConnection) -> BoxFuture<'c, Ran> + Send>;
+
+/// Whether a write must be on disk before its caller hears it is done.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Durability {
+    /// On disk when the write returns (as the database is configured: SQLite's
+    /// `synchronous = NORMAL` setting relaxes every write).
+    Durable,
+    /// Committed and visible when the write returns, on disk with the next durable commit.
+    Deferred,
+}
+
+struct Unit {
+    durability: Durability,
+    work: Work,
+}
 
 /// The queue to the writer task.
 #[derive(Clone, Debug)]
@@ -44,8 +68,18 @@ impl Writer {
     }
 }
 
+/// The writer's connection and its `synchronous` levels: as configured, and as set now.
+struct WriterConn {
+    conn: AnyConnection,
+    configured: i64,
+    current: i64,
+}
+
+/// SQLite's `PRAGMA synchronous` values.
+const SYNC_NORMAL: i64 = 1;
+
 async fn run(pool: sqlx::AnyPool, mut queue: mpsc::UnboundedReceiver<Unit>) {
-    let mut conn: Option<AnyConnection> = None;
+    let mut writer: Option<WriterConn> = None;
     while let Some(first) = queue.recv().await {
         let mut units = vec![first];
         while units.len() < MAX_GROUP {
@@ -54,22 +88,51 @@ async fn run(pool: sqlx::AnyPool, mut queue: mpsc::UnboundedReceiver<Unit>) {
                 Err(_) => break,
             }
         }
-        if conn.is_none() {
-            match pool.acquire().await {
-                Ok(c) => conn = Some(c.detach()),
+        if writer.is_none() {
+            match connect(&pool).await {
+                Ok(w) => writer = Some(w),
                 Err(e) => {
                     fail(units, &format!("no database connection: {e}"));
                     continue;
                 }
             }
         }
-        let c = conn.as_mut().expect("set above");
-        if let Err(e) = group(c, units).await {
+        let w = writer.as_mut().expect("set above");
+        let durable = units.iter().any(|u| u.durability == Durability::Durable);
+        // Deferred groups relax FULL (or EXTRA) to NORMAL; a NORMAL database stays NORMAL.
+        let level = if durable {
+            w.configured
+        } else {
+            w.configured.min(SYNC_NORMAL)
+        };
+        let result = async {
+            if level != w.current {
+                sqlx::query(&format!("PRAGMA synchronous = {level}"))
+                    .execute(&mut w.conn)
+                    .await?;
+                w.current = level;
+            }
+            group(&mut w.conn, units).await
+        }
+        .await;
+        if let Err(e) = result {
             // The connection may be broken: the next group starts on a fresh one.
             tracing::error!(error = %e, "a group commit failed");
-            conn = None;
+            writer = None;
         }
     }
+}
+
+async fn connect(pool: &sqlx::AnyPool) -> Result<WriterConn, sqlx::Error> {
+    let mut conn = pool.acquire().await?.detach();
+    let configured: i64 = sqlx::query_scalar("PRAGMA synchronous")
+        .fetch_one(&mut conn)
+        .await?;
+    Ok(WriterConn {
+        conn,
+        configured,
+        current: configured,
+    })
 }
 
 /// Runs `units` in one transaction and answers each after its commit.
@@ -99,7 +162,9 @@ async fn group(conn: &mut AnyConnection, units: Vec<Unit>) -> Result<(), sqlx::E
         };
         // A unit that panics is a failed unit, not a dead writer: every later write of the
         // gateway goes through this task. Its caller reads the dropped reply as a failure.
-        let ran = AssertUnwindSafe(unit(&mut *savepoint)).catch_unwind().await;
+        let ran = AssertUnwindSafe((unit.work)(&mut *savepoint))
+            .catch_unwind()
+            .await;
         let (ok, answer) = match ran {
             Ok(ran) => ran,
             Err(_) => {
@@ -152,9 +217,20 @@ fn fail(units: Vec<Unit>, reason: &str) {
 
 impl Store {
     /// Runs `unit` in a transaction and returns its result once that transaction is committed
-    /// (on SQLite, with other requests' units in one group commit). An `Err` from `unit`
-    /// rolls back its writes only.
+    /// and on disk (on SQLite, with other requests' units in one group commit). An `Err` from
+    /// `unit` rolls back its writes only.
     pub async fn write<T, F>(&self, unit: F) -> Result<T, StoreError>
+    where
+        T: Send + 'static,
+        F: for<'c> FnOnce(&'c mut AnyConnection) -> BoxFuture<'c, Result<T, StoreError>>
+            + Send
+            + 'static,
+    {
+        self.write_with(Durability::Durable, unit).await
+    }
+
+    /// [`Store::write`] with the given [`Durability`].
+    pub async fn write_with<T, F>(&self, durability: Durability, unit: F) -> Result<T, StoreError>
     where
         T: Send + 'static,
         F: for<'c> FnOnce(&'c mut AnyConnection) -> BoxFuture<'c, Result<T, StoreError>>
@@ -163,13 +239,18 @@ impl Store {
     {
         let Some(writer) = &self.writer else {
             let mut tx = self.pool().begin().await?;
+            if durability == Durability::Deferred && self.backend == Backend::Postgres {
+                sqlx::query("SET LOCAL synchronous_commit = off")
+                    .execute(&mut *tx)
+                    .await?;
+            }
             let value = unit(&mut *tx).await?;
             tx.commit().await?;
             return Ok(value);
         };
         debug_assert_eq!(self.backend, Backend::Sqlite);
         let (reply, answer) = oneshot::channel::<Result<T, StoreError>>();
-        let boxed: Unit = Box::new(unit_of(move |conn| {
+        let work: Work = Box::new(unit_of(move |conn| {
             Box::pin(async move {
                 let result = unit(conn).await;
                 let ok = result.is_ok();
@@ -186,10 +267,110 @@ impl Store {
         }));
         writer
             .units
-            .send(boxed)
+            .send(Unit { durability, work })
             .map_err(|_| commit_failed("the writer has stopped".into()))?;
         answer
             .await
             .map_err(|_| commit_failed("the group's transaction could not start".into()))?
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `PRAGMA synchronous` as a unit of `durability` sees it inside its transaction.
+    async fn level_seen(store: &Store, durability: Durability) -> i64 {
+        store
+            .write_with(durability, |conn| {
+                Box::pin(async move {
+                    Ok(sqlx::query_scalar::<_, i64>("PRAGMA synchronous")
+                        .fetch_one(&mut *conn)
+                        .await?)
+                })
+            })
+            .await
+            .unwrap()
+    }
+
+    async fn sqlite(dir: &tempfile::TempDir, query: &str) -> Store {
+        let url = format!("sqlite://{}/t.db{query}", dir.path().display());
+        Store::connect(&url).await.unwrap()
+    }
+
+    #[tokio::test]
+    async fn only_a_group_of_deferred_units_skips_the_sync() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = sqlite(&dir, "").await;
+        assert_eq!(level_seen(&store, Durability::Durable).await, 2);
+        assert_eq!(level_seen(&store, Durability::Deferred).await, 1);
+        assert_eq!(level_seen(&store, Durability::Durable).await, 2);
+
+        // Many at once share groups: a durable unit is never in a group that skips the sync.
+        let runs = (0..64).map(|i| {
+            let store = store.clone();
+            let durability = if i % 4 == 0 {
+                Durability::Durable
+            } else {
+                Durability::Deferred
+            };
+            tokio::spawn(async move { (durability, level_seen(&store, durability).await) })
+        });
+        for run in futures::future::join_all(runs).await {
+            let (durability, level) = run.unwrap();
+            if durability == Durability::Durable {
+                assert_eq!(level, 2);
+            } else {
+                assert!(level == 1 || level == 2, "{level}");
+            }
+        }
+    }
+
+    #[tokio::test]
+    async fn a_database_set_to_normal_is_never_raised() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = sqlite(&dir, "?synchronous=normal").await;
+        assert_eq!(level_seen(&store, Durability::Durable).await, 1);
+        assert_eq!(level_seen(&store, Durability::Deferred).await, 1);
+    }
+
+    #[tokio::test]
+    async fn a_panicking_unit_is_rolled_back_and_the_writer_goes_on() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = sqlite(&dir, "").await;
+        sqlx::query("CREATE TABLE t (v INTEGER)")
+            .execute(store.pool())
+            .await
+            .unwrap();
+        let panicked = store
+            .write(|conn| {
+                Box::pin(async move {
+                    sqlx::query("INSERT INTO t (v) VALUES (1)")
+                        .execute(&mut *conn)
+                        .await?;
+                    if true {
+                        panic!("a bug in a unit");
+                    }
+                    Ok(())
+                })
+            })
+            .await;
+        assert!(panicked.is_err());
+        store
+            .write(|conn| {
+                Box::pin(async move {
+                    sqlx::query("INSERT INTO t (v) VALUES (2)")
+                        .execute(&mut *conn)
+                        .await?;
+                    Ok(())
+                })
+            })
+            .await
+            .unwrap();
+        let values: Vec<i64> = sqlx::query_scalar("SELECT v FROM t")
+            .fetch_all(store.pool())
+            .await
+            .unwrap();
+        assert_eq!(values, vec![2]);
     }
 }

@@ -12,7 +12,7 @@
 
 use sqlx::Row;
 
-use super::{Store, StoreError, now_ms};
+use super::{Durability, Store, StoreError, now_ms};
 use crate::domain::Environment;
 
 /// Who owns a key: one merchant in one environment.
@@ -56,7 +56,9 @@ impl Store {
             scope.key.to_owned(),
         );
         let (request_hash, reference) = (request_hash.to_owned(), reference.to_owned());
-        self.write(move |conn| {
+        // Deferred: the charge's `creating` row is written durably before any PSP call and
+        // carries this claim to disk with it; a claim lost alone in a crash lost nothing.
+        self.write_with(Durability::Deferred, move |conn| {
             Box::pin(async move {
                 let scope = KeyScope {
                     merchant_id: &merchant,
@@ -86,7 +88,15 @@ impl Store {
             scope.key.to_owned(),
         );
         let (lock, body) = (lock.to_owned(), body.to_owned());
-        self.write(move |conn| {
+        // A created charge's answer may wait for the next durable commit: lost in a crash, a
+        // retry resumes with the same reference and answers with the stored charge. A refusal
+        // is synced: lost, a retry would try the PSP again.
+        let durability = if (200..300).contains(&status) {
+            Durability::Deferred
+        } else {
+            Durability::Durable
+        };
+        self.write_with(durability, move |conn| {
             Box::pin(async move {
                 let scope = KeyScope {
                     merchant_id: &merchant,

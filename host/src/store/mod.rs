@@ -26,6 +26,7 @@ pub mod credentials;
 pub mod events;
 pub mod evidence;
 mod group_commit;
+pub use group_commit::Durability;
 pub mod idempotency;
 pub mod inbound;
 pub mod live;

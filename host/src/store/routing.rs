@@ -4,12 +4,12 @@
 use sqlx::Row;
 
 use super::{Columns, Store, StoreError, now_ms};
-use crate::domain::Environment;
+use crate::domain::{Environment, Reference};
 
 /// One try at a PSP, for the record.
 #[derive(Debug, Clone)]
 pub struct AttemptRecord {
-    pub reference: String,
+    pub reference: Reference,
     pub credential_id: String,
     pub provider: String,
     pub outcome: &'static str,
@@ -88,7 +88,7 @@ pub(crate) async fn insert_attempt(
         "INSERT INTO charge_attempts (reference, attempt, credential_id, provider, at, outcome, message) \
          VALUES ($1, (SELECT COUNT(*) + 1 FROM charge_attempts WHERE reference = $1), $2, $3, $4, $5, $6)",
     )
-    .bind(&a.reference)
+    .bind(a.reference.as_str())
     .bind(&a.credential_id)
     .bind(&a.provider)
     .bind(now_ms())

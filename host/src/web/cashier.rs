@@ -259,6 +259,7 @@ async fn create(
     };
     let caller = viewer.caller();
     match app
+        .charges
         .create_charge(
             &caller,
             &input,
@@ -382,7 +383,7 @@ fn screen_page(
         ),
         can_cancel: viewer.can(Action::CancelCharge)
             && !charge.status.is_final()
-            && app.cancel_supported(&charge.provider),
+            && app.charges.cancel_supported(&charge.provider),
         error,
         evidence: Vec::new(),
         can_attach_evidence: viewer.can(Action::AttachEvidence)
@@ -487,6 +488,7 @@ async fn cancel(
     }
     let caller = viewer.caller();
     match app
+        .charges
         .cancel_charge(&caller, charge.clone(), &crate::api::request_id::current())
         .await
     {

@@ -471,7 +471,7 @@ pub(super) async fn detail_page(
             event,
         });
     }
-    let supported = app.cancel_supported(&charge.provider);
+    let supported = app.charges.cancel_supported(&charge.provider);
     let open = !charge.status.is_final();
     let metadata = match &charge.metadata {
         serde_json::Value::Object(map) => map
@@ -500,7 +500,7 @@ pub(super) async fn detail_page(
         evidence_error: None,
         provider_name: provider_name(app, &charge.provider),
         metadata,
-        attempts: store.charge_attempts(&charge.reference).await?,
+        attempts: store.charge_attempts(charge.reference.as_str()).await?,
         events: views,
         can_cancel: open && supported && viewer.can(Action::CancelCharge),
         cancel_unsupported: open && !supported,
@@ -531,6 +531,7 @@ async fn cancel(
     let charge = visible_charge(&app, &viewer, &id).await?;
     let caller = viewer.caller();
     let outcome = app
+        .charges
         .cancel_charge(&caller, charge, &crate::api::request_id::current())
         .await;
     let (status, failure) = match outcome {

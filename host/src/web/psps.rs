@@ -69,7 +69,7 @@ pub struct Row {
 impl Row {
     fn of(lang: Lang, view: &CredentialView, place: usize) -> Row {
         Row {
-            id: view.record.id.clone(),
+            id: view.record.id.to_string(),
             label: view.record.label.clone(),
             psp_name: view.psp_name.clone(),
             place,

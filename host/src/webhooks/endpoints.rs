@@ -482,7 +482,7 @@ pub async fn redeliver(app: &App, caller: &Caller, event_id: &str) -> Result<u64
         .await?
         .ok_or_else(|| EndpointError::EventNotFound(event_id.to_owned()))?;
     let queued = app.store.redeliver_event(&event).await?;
-    app.outbox.wake();
+    app.charges.outbox.wake();
     audit::record(
         &app.store,
         caller,

@@ -14,7 +14,8 @@
 //!    by what the notification claims: a forged or replayed notification cannot mark anything
 //!    paid, and a repeated, late or reordered one changes nothing — except a payment: money
 //!    the PSP took for a charge the gateway had closed (expired, canceled) is recorded, the
-//!    charge becoming `paid` with `paid_late` (see [`App::apply_psp_view`]).
+//!    charge becoming `paid` with `paid_late` (see
+//!    [`charges::Service::apply_psp_view`](crate::charges::Service::apply_psp_view)).
 //!
 //! A notification whose processing failed half-way (PSP unreachable, gateway killed) is taken up
 //! again by [`retry_unprocessed`].
@@ -94,7 +95,7 @@ impl App {
             .vault
             .open_string(
                 &credential.webhook_token_sealed,
-                &webhook_token_aad(&credential.id),
+                &webhook_token_aad(credential.id.as_str()),
             )
             .map_err(|e| StoreError::Corrupt(format!("webhook token of {}: {e}", credential.id)))?;
         let header = self.runtime.adapter(&credential.provider).and_then(|a| {
@@ -109,7 +110,7 @@ impl App {
         }
         let notification = NotificationRecord {
             id: format!("ntf_{}", uuid::Uuid::now_v7().simple()),
-            credential_id: credential.id.clone(),
+            credential_id: credential.id.to_string(),
             received_at: now_ms(),
             method: raw.method,
             path: raw.path,
@@ -182,12 +183,7 @@ impl App {
                 available: self.runtime.providers(),
             }
         })?;
-        let prepared = self.prepared.get_or_prepare(
-            &self.vault,
-            &self.config.base_url,
-            &adapter,
-            credential,
-        )?;
+        let prepared = self.charges.prepare(&adapter, credential)?;
         let request_id = format!("notification_{}", notification.id);
         let events = adapter
             .parse_webhook(
@@ -206,11 +202,15 @@ impl App {
         for event in events {
             let charge = match (&event.reference, &event.psp_id) {
                 (Some(reference), _) => self.store.charge_by_reference(reference).await?,
-                (None, Some(psp_id)) => self.store.charge_by_psp_id(&credential.id, psp_id).await?,
+                (None, Some(psp_id)) => {
+                    self.store
+                        .charge_by_psp_id(credential.id.as_str(), psp_id)
+                        .await?
+                }
                 (None, None) => None,
             };
             // Only this credential's charges: a notification cannot touch another account's.
-            let Some(charge) = charge.filter(|c| c.credential_id == credential.id) else {
+            let Some(charge) = charge.filter(|c| c.credential_id == credential.id.as_str()) else {
                 tracing::info!(provider = %credential.provider, reference = ?event.reference, psp_id = ?event.psp_id,
                     "notification about a charge this credential does not hold; ignored");
                 continue;
@@ -224,11 +224,11 @@ impl App {
                 .query_charge(
                     &prepared,
                     &request_id,
-                    &charge.reference,
+                    charge.reference.as_str(),
                     charge.psp_id.as_deref(),
                 )
                 .await?;
-            if self.apply_psp_view(&charge, &psp).await?.is_some() {
+            if self.charges.apply_psp_view(&charge, &psp).await?.is_some() {
                 moved += 1;
             }
         }

@@ -156,7 +156,7 @@ impl Deliverer {
                             }
                             drop(slot);
                             // A row held back by the per-endpoint limit may be claimable now.
-                            app.outbox.wake();
+                            app.charges.outbox.wake();
                         });
                     }
                     continue;
@@ -164,7 +164,9 @@ impl Deliverer {
                 Ok(_) => {}
                 Err(e) => tracing::warn!(error = %e, "reading the webhook outbox failed"),
             }
-            let _ = tokio::time::timeout(self.config.poll_interval, app.outbox.0.notified()).await;
+            let _ =
+                tokio::time::timeout(self.config.poll_interval, app.charges.outbox.0.notified())
+                    .await;
         }
     }
 

@@ -491,7 +491,7 @@ async fn credential(
 ) -> CredentialRecord {
     let now = now_ms();
     let record = CredentialRecord {
-        id: pixgw::domain::CredentialId::generate().to_string(),
+        id: pixgw::domain::CredentialId::generate(),
         merchant_id: merchant_id.to_owned(),
         environment,
         provider: "efi".into(),
@@ -516,9 +516,9 @@ fn charge(credential: &CredentialRecord, created_at: i64) -> ChargeRecord {
         id: ChargeId::generate().to_string(),
         merchant_id: credential.merchant_id.clone(),
         environment: credential.environment,
-        credential_id: credential.id.clone(),
+        credential_id: credential.id.to_string(),
         provider: "efi".into(),
-        reference: uuid::Uuid::new_v4().simple().to_string(),
+        reference: pixgw::domain::Reference::generate(),
         psp_id: None,
         status: ChargeState::Creating,
         amount: 1990,
@@ -570,7 +570,7 @@ async fn charges_count_by_the_month_in_sao_paulo(backend: Backend) {
     );
     assert!(
         store
-            .charge_by_reference(&last_minute.reference)
+            .charge_by_reference(last_minute.reference.as_str())
             .await
             .unwrap()
             .is_none(),
@@ -684,7 +684,7 @@ async fn paid_charge(store: &Store, credential: &CredentialRecord) -> ChargeReco
     store
         .record_charge_attempt(&pixgw::store::routing::AttemptRecord {
             reference: c.reference.clone(),
-            credential_id: credential.id.clone(),
+            credential_id: credential.id.to_string(),
             provider: "efi".into(),
             outcome: "created",
             message: None,
@@ -712,7 +712,7 @@ async fn notification(store: &Store, credential: &CredentialRecord, processed: b
         .insert_notification(
             &pixgw::store::inbound::NotificationRecord {
                 id: id.clone(),
-                credential_id: credential.id.clone(),
+                credential_id: credential.id.to_string(),
                 received_at: now_ms(),
                 method: "POST".into(),
                 path: "/pix".into(),
@@ -841,7 +841,7 @@ async fn logs_are_kept_for_the_plans_days_and_what_is_needed_stays(backend: Back
     store
         .record_charge_attempt(&pixgw::store::routing::AttemptRecord {
             reference: creating.reference.clone(),
-            credential_id: free_cred.id.clone(),
+            credential_id: free_cred.id.to_string(),
             provider: "efi".into(),
             outcome: "ambiguous",
             message: None,
@@ -903,7 +903,7 @@ async fn logs_are_kept_for_the_plans_days_and_what_is_needed_stays(backend: Back
     );
     assert_eq!(
         store
-            .charge_attempts(&creating.reference)
+            .charge_attempts(creating.reference.as_str())
             .await
             .unwrap()
             .len(),

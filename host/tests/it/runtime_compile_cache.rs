@@ -1,5 +1,6 @@
 //! Compiled components are cached by content hash: a restart reuses them, and an unusable
-//! cached artifact is recompiled rather than trusted.
+//! cached artifact is recompiled rather than trusted. Compiled functions are cached one by one:
+//! a new version of an adapter compiles only what changed.
 
 use crate::common;
 
@@ -15,10 +16,12 @@ fn runtime(plugin_dir: &std::path::Path, cache_dir: &std::path::Path) -> std::sy
     .unwrap()
 }
 
+/// The whole-component artifacts in `dir`.
 fn artifacts(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
     let mut files: Vec<_> = std::fs::read_dir(dir)
         .unwrap()
         .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "cwasm"))
         .collect();
     files.sort();
     files
@@ -71,4 +74,93 @@ async fn a_restart_reuses_the_compiled_artifact_and_a_corrupt_one_is_recompiled(
         .for_each(|r| assert_eq!(r.unwrap(), "efi"));
     assert_eq!(artifacts(cache.path()), cached);
     assert_ne!(std::fs::read(&cached[0]).unwrap(), b"not an artifact");
+}
+
+/// The compiled functions cached in `dir`, by name.
+fn functions(dir: &std::path::Path) -> std::collections::BTreeSet<String> {
+    std::fs::read_dir(dir.join("functions"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect()
+}
+
+#[tokio::test]
+async fn a_new_version_reuses_the_compiled_functions_it_shares() {
+    let plugins = tempfile::tempdir().unwrap();
+    let cache = tempfile::tempdir().unwrap();
+    let efi = std::fs::read(built_adapter("efi")).unwrap();
+    std::fs::write(plugins.path().join("efi.wasm"), &efi).unwrap();
+    let runtime = runtime(plugins.path(), cache.path());
+    runtime.load_all().await.into_iter().for_each(|r| {
+        r.unwrap();
+    });
+    let first = functions(cache.path());
+    assert!(first.len() > 100, "{} functions cached", first.len());
+    assert!(
+        first.iter().all(|f| f.len() == 64 && !f.contains('.')),
+        "{first:?}"
+    );
+
+    // Same code, another file: the adapter's functions come from the cache (wasmtime's own
+    // glue, about a tenth of the entries, is keyed per component and compiled again), and the
+    // new version serves.
+    let v2 = new_version_of(&efi, "v2");
+    std::fs::write(plugins.path().join("efi.wasm"), &v2).unwrap();
+    runtime
+        .load_file(&plugins.path().join("efi.wasm"))
+        .await
+        .unwrap();
+    let again = functions(cache.path()).len() - first.len();
+    assert!(
+        again < first.len() / 5,
+        "{again} of {} functions compiled again",
+        first.len()
+    );
+    assert_eq!(
+        runtime.adapter("efi").unwrap().version(),
+        pixgw::runtime::registry::sha256_hex(&v2)
+    );
+    assert_eq!(artifacts(cache.path()).len(), 2);
+
+    // Another adapter built on the same SDK adds only the functions it does not share.
+    let inter = std::fs::read(built_adapter("inter")).unwrap();
+    std::fs::write(plugins.path().join("inter.wasm"), &inter).unwrap();
+    runtime
+        .load_file(&plugins.path().join("inter.wasm"))
+        .await
+        .unwrap();
+    let both = functions(cache.path());
+    let added = both.len() - first.len();
+    assert!(
+        added > 0 && added < first.len() / 2,
+        "inter added {added} of {}",
+        first.len()
+    );
+
+    // A damaged entry is compiled again, not trusted: the adapter still loads.
+    for name in &first {
+        std::fs::write(cache.path().join("functions").join(name), b"garbage").unwrap();
+    }
+    let v3 = new_version_of(&efi, "v3");
+    std::fs::write(plugins.path().join("efi.wasm"), &v3).unwrap();
+    runtime
+        .load_file(&plugins.path().join("efi.wasm"))
+        .await
+        .unwrap();
+    assert_eq!(
+        runtime.adapter("efi").unwrap().version(),
+        pixgw::runtime::registry::sha256_hex(&v3)
+    );
+    assert_eq!(runtime.adapter("efi").unwrap().manifest().id, "efi");
+    let rewritten = first
+        .iter()
+        .filter(|name| {
+            std::fs::read(cache.path().join("functions").join(name)).unwrap() != b"garbage"
+        })
+        .count();
+    assert!(
+        rewritten > first.len() / 2,
+        "{rewritten} of {} rewritten",
+        first.len()
+    );
 }

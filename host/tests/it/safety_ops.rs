@@ -299,10 +299,10 @@ async fn rotation_never_undoes_a_concurrent_change(backend: Backend) {
     };
     let mut ids = Vec::new();
     for i in 0..30 {
-        let id = format!("cred_rot{i:03}");
+        let id = pixgw::domain::CredentialId::generate().to_string();
         let now = pixgw::store::now_ms();
         let record = CredentialRecord {
-            id: id.clone(),
+            id: id.parse().unwrap(),
             merchant_id: m.id.clone(),
             environment: pixgw::domain::Environment::Test,
             provider: "stripe".into(),

@@ -27,6 +27,31 @@ pub fn target_dir() -> PathBuf {
         .unwrap_or_else(|| workspace().join("target"))
 }
 
+/// The same component with a custom section appended: identical behaviour, another hash (so
+/// the whole-artifact compile cache cannot answer for it).
+pub fn new_version_of(wasm: &[u8], marker: &str) -> Vec<u8> {
+    fn leb(mut n: usize, out: &mut Vec<u8>) {
+        loop {
+            let byte = (n & 0x7f) as u8;
+            n >>= 7;
+            out.push(if n == 0 { byte } else { byte | 0x80 });
+            if n == 0 {
+                break;
+            }
+        }
+    }
+    let name = b"pixgw-test-version";
+    let mut payload = Vec::new();
+    leb(name.len(), &mut payload);
+    payload.extend_from_slice(name);
+    payload.extend_from_slice(marker.as_bytes());
+    let mut out = wasm.to_vec();
+    out.push(0); // custom section id
+    leb(payload.len(), &mut out);
+    out.extend_from_slice(&payload);
+    out
+}
+
 /// A component built by `cargo xtask plugins` (`plugins/` or `tests/` adapters).
 pub fn built_adapter(id: &str) -> PathBuf {
     let target = target_dir();

@@ -586,6 +586,7 @@ async fn sale(app: &pixgw::app::App, merchant_id: &str, user: (&str, &str), amou
         payment_link: None,
     };
     let charge = app
+        .charges
         .create_charge(
             &caller,
             &input,
