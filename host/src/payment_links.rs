@@ -646,7 +646,12 @@ pub async fn pay(
     let created = tokio::spawn(async move {
         task_app
             .charges
-            .create_charge(&caller, &input, &reference, &request_id)
+            .create_charge(
+                &caller,
+                &input,
+                crate::charges::Placement::Reserved(&reference),
+                &request_id,
+            )
             .await
     })
     .await

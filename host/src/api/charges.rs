@@ -17,7 +17,7 @@ use super::error::{ApiError, ErrorResponse, ErrorType, Refusal};
 use super::{psp_failure, request_id};
 use crate::app::App;
 use crate::charges::object::ChargeObject;
-use crate::charges::{self, Caller, ChargeInput, PayerInput, ProviderChoice};
+use crate::charges::{self, Caller, ChargeInput, PayerInput, Placement, ProviderChoice};
 use crate::domain::{Amount, Document, DomainError, Email, Line, Metadata, Reference};
 use crate::store::charges::{ChargeFilter, ChargeState};
 use crate::store::idempotency::{Claim, KeyScope};
@@ -309,7 +309,12 @@ pub async fn create(
     let Some(key) = key else {
         let charge = app
             .charges
-            .create_charge(&caller, &input, &Reference::generate(), &request_id)
+            .create_charge(
+                &caller,
+                &input,
+                Placement::New(&Reference::generate()),
+                &request_id,
+            )
             .await
             .map_err(|e| psp_failure::from_charge_error(e, caller.environment))?;
         return Ok((StatusCode::CREATED, Json(ChargeObject::from(&charge))).into_response());
@@ -325,12 +330,13 @@ pub async fn create(
     // The lock is short and renewed while this request runs: a request of a gateway that died
     // is resumed by a retry within one lock period, and a live one is never overlapped.
     let lock_ms = app.config.charges.idempotency_lock.as_millis() as i64;
-    let (reference, lock) = match app
+    let (reference, lock, resumed) = match app
         .store
         .claim_idempotency_key(scope, &fingerprint, fresh.as_str(), lock_ms, ttl)
         .await?
     {
-        Claim::Fresh { reference, lock } | Claim::Resume { reference, lock } => (reference, lock),
+        Claim::Fresh { reference, lock } => (reference, lock, false),
+        Claim::Resume { reference, lock } => (reference, lock, true),
         Claim::Replay { status, body } => {
             let status = StatusCode::from_u16(status).unwrap_or(StatusCode::OK);
             return Ok(json_response(status, body, true));
@@ -359,7 +365,16 @@ pub async fn create(
     let heartbeat = app.store.hold_idempotency_key(scope, &lock, lock_ms);
     let outcome = app
         .charges
-        .create_charge(&caller, &input, &reference, &request_id)
+        .create_charge(
+            &caller,
+            &input,
+            if resumed {
+                Placement::Reserved(&reference)
+            } else {
+                Placement::New(&reference)
+            },
+            &request_id,
+        )
         .await;
     drop(heartbeat);
     let (status, body) = match outcome {

@@ -31,7 +31,7 @@ use crate::routing::Breaker;
 use crate::runtime::{self, CallError, PspError, Runtime};
 use crate::store::charges::{ChargeRecord, ChargeState, PspUpdate};
 use crate::store::credentials::CredentialRecord;
-use crate::store::{Store, StoreError, now_ms};
+use crate::store::{Durability, Store, StoreError, now_ms};
 use crate::vault::{Vault, VaultError};
 use crate::webhooks::outbound::OutboxSignal;
 
@@ -110,6 +110,16 @@ pub struct ChargeInput {
 pub struct LinkOrigin {
     pub id: String,
     pub name: String,
+}
+
+/// The reference a create places its charge under, and whether a charge may hold it already.
+#[derive(Debug, Clone, Copy)]
+pub enum Placement<'a> {
+    /// Drawn for this request alone: no charge can hold it, so none is looked for.
+    New(&'a Reference),
+    /// Reserved before this request (an idempotency key a dead request held, a cashier form,
+    /// a checkout session): a charge an earlier try left under it is carried on.
+    Reserved(&'a Reference),
 }
 
 /// One charge request being tried at a PSP.
@@ -286,18 +296,25 @@ impl Service {
     }
 
     /// Creates a charge at the PSP the request names, or at the one the router picks for
-    /// `random`, with `reference`. Calling again with the same reference (a resumed idempotent
-    /// request) finds the charge instead of making a second one.
+    /// `random`, under the placement's reference. Calling again with a reserved reference (a
+    /// resumed idempotent request) finds the charge instead of making a second one.
     pub async fn create_charge(
         &self,
         caller: &Caller,
         input: &ChargeInput,
-        reference: &Reference,
+        placement: Placement<'_>,
         request_id: &str,
     ) -> Result<ChargeRecord, ChargeError> {
+        let reference = match placement {
+            Placement::New(reference) | Placement::Reserved(reference) => reference,
+        };
         // A resumed request (same idempotency key) carries on with the charge it placed, at
         // the PSP it placed it at, whatever the router's turn or the active credential now.
-        if let Some(existing) = self.store.charge_by_reference(reference.as_str()).await? {
+        let existing = match placement {
+            Placement::New(_) => None,
+            Placement::Reserved(_) => self.store.charge_by_reference(reference.as_str()).await?,
+        };
+        if let Some(existing) = existing {
             if existing.status != ChargeState::Creating {
                 return Ok(existing);
             }
@@ -618,6 +635,10 @@ impl Service {
             ChargeState::Paid | ChargeState::Processing => state_of(psp.status),
             _ => ChargeState::Pending,
         };
+        // Deferred: everything this move writes came from the PSP, under the reference the
+        // durable `creating` row holds. Lost in a crash, the charge is still `creating` there,
+        // and a retry of the request or the reconciler asks the PSP again and finishes it: one
+        // sync per charge instead of two.
         let stored = self
             .move_charge_with(
                 &charge.id,
@@ -626,6 +647,7 @@ impl Service {
                 update,
                 true,
                 attempt,
+                Durability::Deferred,
             )
             .await?;
         match stored {
@@ -736,11 +758,21 @@ impl Service {
         update: PspUpdate,
         created: bool,
     ) -> Result<Option<ChargeRecord>, StoreError> {
-        self.move_charge_with(charge_id, from, to, update, created, None)
-            .await
+        self.move_charge_with(
+            charge_id,
+            from,
+            to,
+            update,
+            created,
+            None,
+            Durability::Durable,
+        )
+        .await
     }
 
-    /// [`Service::move_charge`], recording `attempt` in the same transaction.
+    /// [`Service::move_charge`], recording `attempt` in the same transaction, on disk as
+    /// `durability` says.
+    #[allow(clippy::too_many_arguments)]
     async fn move_charge_with(
         &self,
         charge_id: &str,
@@ -749,6 +781,7 @@ impl Service {
         mut update: PspUpdate,
         created: bool,
         attempt: Option<crate::store::routing::AttemptRecord>,
+        durability: Durability,
     ) -> Result<Option<ChargeRecord>, StoreError> {
         update.next_check_at = if to.is_final() {
             Some(None)
@@ -780,6 +813,7 @@ impl Service {
                 update,
                 attempt,
                 emit,
+                durability,
             )
             .await?;
         if let Some(charge) = &moved {

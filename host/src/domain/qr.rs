@@ -89,21 +89,30 @@ impl Symbol {
     /// The mask-selection penalty of ISO/IEC 18004 (§7.8.3): runs of five or more modules of
     /// one colour, 2 × 2 blocks of one colour, finder-like 1:1:3:1:1 patterns beside four light
     /// modules (outside the symbol counts as light), and the dark share's distance from half.
+    /// Rows and columns are read as contiguous slices (the columns from a transposed copy):
+    /// eight masks are scored per charge.
     fn penalty(&self) -> u32 {
         let w = self.width;
-        let mut score = 0;
-        for line in 0..w {
-            let rows = (0..w).map(|i| self.is_dark(i, line));
-            let columns = (0..w).map(|i| self.is_dark(line, i));
-            score += line_penalty(rows) + line_penalty(columns);
+        let mut columns = vec![false; w * w];
+        for (y, row) in self.dark.chunks_exact(w).enumerate() {
+            for (x, &dark) in row.iter().enumerate() {
+                columns[x * w + y] = dark;
+            }
         }
-        for y in 0..w - 1 {
+        let mut score: u32 = self
+            .dark
+            .chunks_exact(w)
+            .chain(columns.chunks_exact(w))
+            .map(line_penalty)
+            .sum();
+        for (top, bottom) in self
+            .dark
+            .chunks_exact(w)
+            .zip(self.dark.chunks_exact(w).skip(1))
+        {
             for x in 0..w - 1 {
-                let c = self.is_dark(x, y);
-                if c == self.is_dark(x + 1, y)
-                    && c == self.is_dark(x, y + 1)
-                    && c == self.is_dark(x + 1, y + 1)
-                {
+                let c = top[x];
+                if c == top[x + 1] && c == bottom[x] && c == bottom[x + 1] {
                     score += 3;
                 }
             }
@@ -115,33 +124,30 @@ impl Symbol {
 }
 
 /// The run and finder-pattern penalties of one row or column.
-fn line_penalty(modules: impl Iterator<Item = bool>) -> u32 {
+fn line_penalty(line: &[bool]) -> u32 {
     // Dark, light, dark × 3, light, dark, then four light modules; and the same reversed.
     const FINDER_THEN_LIGHT: u16 = 0b101_1101_0000;
     const LIGHT_THEN_FINDER: u16 = 0b000_0101_1101;
     let mut score = 0;
-    let mut run: (Option<bool>, u32) = (None, 0);
-    // The last eleven modules, the newest in bit 0, over the line with four light modules
-    // (quiet zone) on each side.
-    let (mut window, mut seen) = (0u16, 0);
-    let quiet = || std::iter::repeat_n(None, 4);
-    for module in quiet().chain(modules.map(Some)).chain(quiet()) {
-        window = ((window << 1) | u16::from(module == Some(true))) & 0x7ff;
-        seen += 1;
-        if seen >= 11 && (window == FINDER_THEN_LIGHT || window == LIGHT_THEN_FINDER) {
-            score += 40;
+    // Runs: 3 for five modules of one colour, 1 more for each module past five.
+    let mut start = 0;
+    for i in 1..=line.len() {
+        if i == line.len() || line[i] != line[start] {
+            let run = (i - start) as u32;
+            if run >= 5 {
+                score += run - 2;
+            }
+            start = i;
         }
-        if let Some(dark) = module {
-            run = if run.0 == Some(dark) {
-                (run.0, run.1 + 1)
-            } else {
-                (Some(dark), 1)
-            };
-            score += match run.1 {
-                5 => 3,
-                6.. => 1,
-                _ => 0,
-            };
+    }
+    // The last eleven modules, the newest in bit 0, over the line with four light modules
+    // (quiet zone) on each side: the window is full from the line's seventh module on.
+    let mut window = 0u16;
+    let padded = line.iter().copied().chain([false; 4]);
+    for (i, dark) in padded.enumerate() {
+        window = ((window << 1) | u16::from(dark)) & 0x7ff;
+        if i >= 6 && (window == FINDER_THEN_LIGHT || window == LIGHT_THEN_FINDER) {
+            score += 40;
         }
     }
     score
@@ -324,7 +330,10 @@ mod tests {
 
     #[test]
     fn penalties_follow_the_standard() {
-        let line = |modules: &str| line_penalty(modules.bytes().map(|b| b == b'1'));
+        let line = |modules: &str| {
+            let modules: Vec<bool> = modules.bytes().map(|b| b == b'1').collect();
+            line_penalty(&modules)
+        };
         // One run of 21: 3 for five, 1 for each module past five.
         assert_eq!(line(&"0".repeat(21)), 19);
         assert_eq!(line("0000"), 0);

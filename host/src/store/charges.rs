@@ -333,7 +333,8 @@ impl Store {
     }
 
     /// [`Store::transition_charge`] for the charge path, as one unit of the group commit
-    /// ([`Store::write`]), with the PSP attempt that led to the move recorded with it.
+    /// ([`Store::write_with`]), with the PSP attempt that led to the move recorded with it.
+    #[allow(clippy::too_many_arguments)]
     pub async fn transition_charge_with(
         &self,
         id: String,
@@ -342,8 +343,9 @@ impl Store {
         update: PspUpdate,
         attempt: Option<super::routing::AttemptRecord>,
         emit: Option<Box<dyn Fn(&ChargeRecord) -> EventRecord + Send + Sync>>,
+        durability: super::Durability,
     ) -> Result<Option<ChargeRecord>, StoreError> {
-        self.write(move |conn| {
+        self.write_with(durability, move |conn| {
             Box::pin(async move {
                 if let Some(attempt) = &attempt {
                     super::routing::insert_attempt(conn, attempt).await?;
@@ -429,17 +431,28 @@ impl Store {
     ) -> Result<Claimed, StoreError> {
         // A fresh mark per claim tells this claim's rows from the owner's earlier ones.
         let mark = format!("{owner}:{}", uuid::Uuid::new_v4().simple());
-        sqlx::query(&format!(
+        // Leases go through the writer (a pool write would sleep in SQLite's busy handler
+        // while the charge path writes), deferred: a lease lost in a crash only lets another
+        // reconciler take the charge sooner.
+        let lease = format!(
             "UPDATE charges SET check_lease_until = $1, check_lease_owner = $2 \
              WHERE id IN (SELECT id FROM charges WHERE {due} AND check_lease_until < $3 \
                           ORDER BY next_check_at, created_at LIMIT $4) \
                AND check_lease_until < $3"
-        ))
-        .bind(now + lease_ms)
-        .bind(&mark)
-        .bind(now)
-        .bind(limit)
-        .execute(self.pool())
+        );
+        let leased_by = mark.clone();
+        self.write_with(super::Durability::Deferred, move |conn| {
+            Box::pin(async move {
+                sqlx::query(&lease)
+                    .bind(now + lease_ms)
+                    .bind(&leased_by)
+                    .bind(now)
+                    .bind(limit)
+                    .execute(&mut *conn)
+                    .await?;
+                Ok(())
+            })
+        })
         .await?;
         let rows = sqlx::query(&format!(
             "SELECT {COLUMNS} FROM charges WHERE check_lease_owner = $1 AND {state}"
@@ -461,16 +474,23 @@ impl Store {
         mark: &str,
         lease_ms: i64,
     ) -> Result<bool, StoreError> {
-        let done = sqlx::query(
-            "UPDATE charges SET check_lease_until = $1 \
-             WHERE id = $2 AND check_lease_owner = $3 AND check_lease_until > 0",
-        )
-        .bind(super::now_ms() + lease_ms)
-        .bind(id)
-        .bind(mark)
-        .execute(self.pool())
-        .await?;
-        Ok(done.rows_affected() == 1)
+        let (id, mark) = (id.to_owned(), mark.to_owned());
+        let until = super::now_ms() + lease_ms;
+        self.write_with(super::Durability::Deferred, move |conn| {
+            Box::pin(async move {
+                let done = sqlx::query(
+                    "UPDATE charges SET check_lease_until = $1 \
+                     WHERE id = $2 AND check_lease_owner = $3 AND check_lease_until > 0",
+                )
+                .bind(until)
+                .bind(&id)
+                .bind(&mark)
+                .execute(&mut *conn)
+                .await?;
+                Ok(done.rows_affected() == 1)
+            })
+        })
+        .await
     }
 
     /// Sets when the reconciler asks about a charge next, and releases its lease.
@@ -479,15 +499,22 @@ impl Store {
         id: &str,
         next_check_at: Option<i64>,
     ) -> Result<(), StoreError> {
-        sqlx::query(
-            "UPDATE charges SET next_check_at = $1, checks = checks + 1, check_lease_until = 0 \
-             WHERE id = $2",
-        )
-        .bind(next_check_at)
-        .bind(id)
-        .execute(self.pool())
-        .await?;
-        Ok(())
+        let id = id.to_owned();
+        // Deferred: a schedule lost in a crash leaves the charge due now, checked once more.
+        self.write_with(super::Durability::Deferred, move |conn| {
+            Box::pin(async move {
+                sqlx::query(
+                    "UPDATE charges SET next_check_at = $1, checks = checks + 1, \
+                     check_lease_until = 0 WHERE id = $2",
+                )
+                .bind(next_check_at)
+                .bind(&id)
+                .execute(&mut *conn)
+                .await?;
+                Ok(())
+            })
+        })
+        .await
     }
 
     /// How many checks the reconciler made of a charge.

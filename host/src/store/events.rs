@@ -276,30 +276,52 @@ impl Store {
         // per-endpoint count may be passed by a few when gateways claim at the same instant.
         let lease = DeliveryLease(super::lease_owner());
         let owner = lease.0.clone();
-        self.write_with(Durability::Deferred, move |conn| {
-            Box::pin(async move {
-        sqlx::query(
+        // The first due deliveries of each enabled endpoint, read off its index (never the
+        // whole backlog): a LATERAL join on PostgreSQL, a correlated IN list on SQLite, which
+        // has no LATERAL (its CROSS JOIN keeps the endpoints as the outer loop).
+        let first_due = |columns: &str| {
+            format!(
+                "SELECT {columns} FROM webhook_deliveries y \
+                 WHERE y.endpoint_id = w.id AND y.status = 'pending' \
+                   AND y.next_attempt_at <= $3 AND y.lease_until < $3 \
+                 ORDER BY y.next_attempt_at, y.id LIMIT $5"
+            )
+        };
+        let candidates = match self.backend {
+            super::Backend::Postgres => format!(
+                "webhook_endpoints w CROSS JOIN LATERAL ({}) x",
+                first_due("y.id, y.endpoint_id, y.next_attempt_at")
+            ),
+            super::Backend::Sqlite => format!(
+                "webhook_endpoints w CROSS JOIN webhook_deliveries x ON x.id IN ({})",
+                first_due("y.id")
+            ),
+        };
+        // Of those, as many per endpoint as it has free places (`per_endpoint` less the
+        // deliveries in flight to it), the earliest first.
+        let claim = format!(
             "UPDATE webhook_deliveries SET lease_until = $1, lease_owner = $2 \
              WHERE id IN (SELECT id FROM ( \
-                 SELECT d.id, d.next_attempt_at, \
-                   ROW_NUMBER() OVER (PARTITION BY d.endpoint_id ORDER BY d.next_attempt_at, d.id) AS n, \
-                   COALESCE(b.busy, 0) AS busy \
-                 FROM webhook_deliveries d JOIN webhook_endpoints w ON w.id = d.endpoint_id \
-                 LEFT JOIN (SELECT endpoint_id, COUNT(*) AS busy FROM webhook_deliveries \
-                     WHERE status = 'pending' AND lease_until >= $3 GROUP BY endpoint_id) b \
-                   ON b.endpoint_id = d.endpoint_id \
-                 WHERE d.status = 'pending' AND d.next_attempt_at <= $3 AND d.lease_until < $3 \
-                   AND w.status = 'enabled' AND w.deleted_at IS NULL) due \
+                 SELECT x.id, x.next_attempt_at, \
+                   ROW_NUMBER() OVER (PARTITION BY x.endpoint_id \
+                                      ORDER BY x.next_attempt_at, x.id) AS n, \
+                   (SELECT COUNT(*) FROM webhook_deliveries z WHERE z.endpoint_id = x.endpoint_id \
+                      AND z.status = 'pending' AND z.lease_until >= $3) AS busy \
+                 FROM {candidates} \
+                 WHERE w.status = 'enabled' AND w.deleted_at IS NULL) due \
                WHERE due.n + due.busy <= $5 ORDER BY due.next_attempt_at LIMIT $4) \
-               AND status = 'pending' AND lease_until < $3",
-        )
-        .bind(now + limits.lease_ms)
-        .bind(&owner)
-        .bind(now)
-        .bind(limits.rows)
-        .bind(limits.per_endpoint)
-        .execute(&mut *conn)
-        .await?;
+               AND status = 'pending' AND lease_until < $3"
+        );
+        self.write_with(Durability::Deferred, move |conn| {
+            Box::pin(async move {
+                sqlx::query(&claim)
+                    .bind(now + limits.lease_ms)
+                    .bind(&owner)
+                    .bind(now)
+                    .bind(limits.rows)
+                    .bind(limits.per_endpoint)
+                    .execute(&mut *conn)
+                    .await?;
                 Ok(())
             })
         })

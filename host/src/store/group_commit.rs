@@ -14,11 +14,15 @@
 //! A unit is [`Durability::Durable`] or [`Durability::Deferred`]. A deferred write may be lost
 //! by a crash until the next durable commit (or checkpoint) carries it to disk, and costs no
 //! `fsync`: the idempotency claim before a charge's `creating` row (that row's durable commit
-//! carries the claim with it; a claim lost alone lost nothing) and a successful answer stored
-//! for its key (a retry that finds no answer resumes with the same reference and finds the
-//! charge). A group syncs when any of its units is durable. SQLite: `synchronous = NORMAL` for
-//! a group of deferred units only (in WAL mode a later synced commit syncs every frame before
-//! it); PostgreSQL: `synchronous_commit = off` for that transaction.
+//! carries the claim with it; a claim lost alone lost nothing), a created charge's move out of
+//! `creating` (what it writes came from the PSP: lost, the durable `creating` row makes a retry
+//! or the reconciler ask the PSP again) and a successful answer stored for its key (a retry that
+//! finds no answer resumes with the same reference and finds the charge).
+//!
+//! On SQLite the writer splits what it took in two: the deferred units, committed first at
+//! `synchronous = NORMAL` (in WAL mode a later synced commit syncs every frame before it), then
+//! the durable ones, committed as configured; a deferred write never waits for a sync.
+//! PostgreSQL: `synchronous_commit = off` for a deferred unit's transaction.
 
 use std::panic::AssertUnwindSafe;
 
@@ -88,37 +92,47 @@ async fn run(pool: sqlx::AnyPool, mut queue: mpsc::UnboundedReceiver<Unit>) {
                 Err(_) => break,
             }
         }
-        if writer.is_none() {
-            match connect(&pool).await {
-                Ok(w) => writer = Some(w),
-                Err(e) => {
-                    fail(units, &format!("no database connection: {e}"));
-                    continue;
+        // Deferred units first, in a transaction of their own that skips the sync, so their
+        // callers go on without waiting for the disk; then the durable ones, whose sync (WAL)
+        // carries the deferred frames before them too.
+        let (deferred, durable): (Vec<Unit>, Vec<Unit>) = units
+            .into_iter()
+            .partition(|u| u.durability == Durability::Deferred);
+        for (units, durable) in [(deferred, false), (durable, true)] {
+            if units.is_empty() {
+                continue;
+            }
+            if writer.is_none() {
+                match connect(&pool).await {
+                    Ok(w) => writer = Some(w),
+                    Err(e) => {
+                        fail(units, &format!("no database connection: {e}"));
+                        continue;
+                    }
                 }
             }
-        }
-        let w = writer.as_mut().expect("set above");
-        let durable = units.iter().any(|u| u.durability == Durability::Durable);
-        // Deferred groups relax FULL (or EXTRA) to NORMAL; a NORMAL database stays NORMAL.
-        let level = if durable {
-            w.configured
-        } else {
-            w.configured.min(SYNC_NORMAL)
-        };
-        let result = async {
-            if level != w.current {
-                sqlx::query(&format!("PRAGMA synchronous = {level}"))
-                    .execute(&mut w.conn)
-                    .await?;
-                w.current = level;
+            let w = writer.as_mut().expect("set above");
+            // Deferred groups relax FULL (or EXTRA) to NORMAL; a NORMAL database stays NORMAL.
+            let level = if durable {
+                w.configured
+            } else {
+                w.configured.min(SYNC_NORMAL)
+            };
+            let result = async {
+                if level != w.current {
+                    sqlx::query(&format!("PRAGMA synchronous = {level}"))
+                        .execute(&mut w.conn)
+                        .await?;
+                    w.current = level;
+                }
+                group(&mut w.conn, units).await
             }
-            group(&mut w.conn, units).await
-        }
-        .await;
-        if let Err(e) = result {
-            // The connection may be broken: the next group starts on a fresh one.
-            tracing::error!(error = %e, "a group commit failed");
-            writer = None;
+            .await;
+            if let Err(e) = result {
+                // The connection may be broken: the next group starts on a fresh one.
+                tracing::error!(error = %e, "a group commit failed");
+                writer = None;
+            }
         }
     }
 }
@@ -299,14 +313,15 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn only_a_group_of_deferred_units_skips_the_sync() {
+    async fn deferred_units_skip_the_sync_and_durable_ones_never_do() {
         let dir = tempfile::tempdir().unwrap();
         let store = sqlite(&dir, "").await;
         assert_eq!(level_seen(&store, Durability::Durable).await, 2);
         assert_eq!(level_seen(&store, Durability::Deferred).await, 1);
         assert_eq!(level_seen(&store, Durability::Durable).await, 2);
 
-        // Many at once share groups: a durable unit is never in a group that skips the sync.
+        // Many at once: a durable unit is never in a group that skips the sync, and a deferred
+        // one never waits for one.
         let runs = (0..64).map(|i| {
             let store = store.clone();
             let durability = if i % 4 == 0 {
@@ -318,11 +333,11 @@ mod tests {
         });
         for run in futures::future::join_all(runs).await {
             let (durability, level) = run.unwrap();
-            if durability == Durability::Durable {
-                assert_eq!(level, 2);
-            } else {
-                assert!(level == 1 || level == 2, "{level}");
-            }
+            let expected = match durability {
+                Durability::Durable => 2,
+                Durability::Deferred => 1,
+            };
+            assert_eq!(level, expected, "{durability:?}");
         }
     }
 

@@ -259,19 +259,33 @@ impl Store {
     }
 
     /// Records that deliveries to an endpoint fail (from the first failure on) or succeed.
+    /// Through the writer and deferred: the mark is a hint the next delivery sets again, and
+    /// on SQLite a write from the pool would wait for the writer's lock in the busy handler's
+    /// sleeps (up to 100 ms each) under load.
     pub async fn set_webhook_endpoint_health(&self, id: &str, ok: bool) -> Result<(), StoreError> {
-        let query = if ok {
-            sqlx::query("UPDATE webhook_endpoints SET failing_since = NULL WHERE id = $1").bind(id)
-        } else {
-            sqlx::query(
-                "UPDATE webhook_endpoints SET failing_since = $1 \
-                 WHERE id = $2 AND failing_since IS NULL",
-            )
-            .bind(now_ms())
-            .bind(id)
-        };
-        query.execute(self.pool()).await?;
-        Ok(())
+        let id = id.to_owned();
+        let now = now_ms();
+        self.write_with(super::Durability::Deferred, move |conn| {
+            Box::pin(async move {
+                let query = if ok {
+                    sqlx::query(
+                        "UPDATE webhook_endpoints SET failing_since = NULL \
+                         WHERE id = $1 AND failing_since IS NOT NULL",
+                    )
+                    .bind(id)
+                } else {
+                    sqlx::query(
+                        "UPDATE webhook_endpoints SET failing_since = $1 \
+                         WHERE id = $2 AND failing_since IS NULL",
+                    )
+                    .bind(now)
+                    .bind(id)
+                };
+                query.execute(&mut *conn).await?;
+                Ok(())
+            })
+        })
+        .await
     }
 }
 

@@ -263,7 +263,7 @@ async fn create(
         .create_charge(
             &caller,
             &input,
-            &reference,
+            crate::charges::Placement::Reserved(&reference),
             &crate::api::request_id::current(),
         )
         .await

@@ -357,9 +357,12 @@ impl Deliverer {
         tracing::info!(event = %delivery.event_id, endpoint = %endpoint.id, attempt, status = ?status_code,
             error = ?error, latency_ms, next = next_status, "webhook delivery");
         if ok {
-            app.store
-                .set_webhook_endpoint_health(&endpoint.id, true)
-                .await?;
+            // Healthy already (as the claim read it): nothing to write on the common path.
+            if endpoint.failing_since.is_some() {
+                app.store
+                    .set_webhook_endpoint_health(&endpoint.id, true)
+                    .await?;
+            }
         } else if gone {
             app.store
                 .disable_webhook_endpoint(&endpoint.id, "the endpoint answered 410 Gone")

@@ -590,7 +590,7 @@ async fn sale(app: &pixgw::app::App, merchant_id: &str, user: (&str, &str), amou
         .create_charge(
             &caller,
             &input,
-            &pixgw::domain::Reference::generate(),
+            pixgw::charges::Placement::New(&pixgw::domain::Reference::generate()),
             "req_test",
         )
         .await
