@@ -122,6 +122,14 @@ pub enum Placement<'a> {
     Reserved(&'a Reference),
 }
 
+impl<'a> Placement<'a> {
+    pub fn reference(self) -> &'a Reference {
+        match self {
+            Placement::New(reference) | Placement::Reserved(reference) => reference,
+        }
+    }
+}
+
 /// One charge request being tried at a PSP.
 #[derive(Clone, Copy)]
 pub(crate) struct Attempt<'a> {
@@ -305,9 +313,7 @@ impl Service {
         placement: Placement<'_>,
         request_id: &str,
     ) -> Result<ChargeRecord, ChargeError> {
-        let reference = match placement {
-            Placement::New(reference) | Placement::Reserved(reference) => reference,
-        };
+        let reference = placement.reference();
         // A resumed request (same idempotency key) carries on with the charge it placed, at
         // the PSP it placed it at, whatever the router's turn or the active credential now.
         let existing = match placement {

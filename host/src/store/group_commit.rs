@@ -5,8 +5,8 @@
 //! disk), so committing each request's writes apart caps the gateway at a few hundred commits
 //! a second. [`Store::write`] hands a unit of work to one writer task; the writer takes every
 //! unit waiting, runs each inside a savepoint of one `BEGIN IMMEDIATE` transaction (a unit that
-//! fails is rolled back alone), commits once, and only then answers each unit: a request is
-//! never told its write happened before the write is on disk.
+//! fails is rolled back alone), commits, and only then answers each unit: a request is never
+//! told a durable write happened before the write is on disk.
 //!
 //! On PostgreSQL a unit is simply its own transaction on the pool: the server already groups
 //! concurrent commits into one WAL flush.
@@ -17,7 +17,9 @@
 //! carries the claim with it; a claim lost alone lost nothing), a created charge's move out of
 //! `creating` (what it writes came from the PSP: lost, the durable `creating` row makes a retry
 //! or the reconciler ask the PSP again) and a successful answer stored for its key (a retry that
-//! finds no answer resumes with the same reference and finds the charge).
+//! finds no answer resumes with the same reference and finds the charge). A created charge's move
+//! recovered that way is reported again: its `charge.created` event may reach the merchant twice,
+//! under two event ids, after a power loss.
 //!
 //! On SQLite the writer splits what it took in two: the deferred units, committed first at
 //! `synchronous = NORMAL` (in WAL mode a later synced commit syncs every frame before it), then

@@ -84,8 +84,9 @@ pub struct Store {
 impl Store {
     /// Opens `url` (`sqlite://path/to/file.db` or `postgres://…`). A SQLite file and its folder
     /// are created when missing; SQLite runs in WAL mode with a busy timeout so concurrent
-    /// requests wait for the writer instead of failing, and with `synchronous = FULL`: a commit
-    /// the API acknowledged survives a power loss. `?synchronous=normal` on the URL trades that
+    /// requests wait for the writer instead of failing, and with `synchronous = FULL`: a durable
+    /// write ([`Durability`]) the API acknowledged survives a power loss, and a deferred one is
+    /// recovered from what did. `?synchronous=normal` on the URL trades that
     /// for faster commits (in WAL mode NORMAL can lose the last commits on power loss, never
     /// corrupt the file).
     pub async fn connect(url: &str) -> Result<Store, StoreError> {
@@ -395,7 +396,7 @@ mod sqlite_settings {
     }
 
     /// Every pooled SQLite connection runs in WAL mode, waits for a busy writer, and syncs
-    /// every commit (FULL): an acknowledged payment survives a power loss.
+    /// durable commits (FULL): an acknowledged payment survives a power loss.
     #[tokio::test]
     async fn connections_get_the_pragmas() {
         let dir = tempfile::tempdir().unwrap();

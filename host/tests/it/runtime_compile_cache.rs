@@ -27,12 +27,18 @@ fn artifacts(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
     files
 }
 
-#[tokio::test]
-async fn a_restart_reuses_the_compiled_artifact_and_a_corrupt_one_is_recompiled() {
+/// A plugin folder holding the built efi adapter, an empty compile cache, and the adapter's bytes.
+fn efi_installed() -> (tempfile::TempDir, tempfile::TempDir, Vec<u8>) {
     let plugins = tempfile::tempdir().unwrap();
     let cache = tempfile::tempdir().unwrap();
     let efi = std::fs::read(built_adapter("efi")).unwrap();
     std::fs::write(plugins.path().join("efi.wasm"), &efi).unwrap();
+    (plugins, cache, efi)
+}
+
+#[tokio::test]
+async fn a_restart_reuses_the_compiled_artifact_and_a_corrupt_one_is_recompiled() {
+    let (plugins, cache, efi) = efi_installed();
     let sha = pixgw::runtime::registry::sha256_hex(&efi);
 
     let first = runtime(plugins.path(), cache.path());
@@ -86,10 +92,7 @@ fn functions(dir: &std::path::Path) -> std::collections::BTreeSet<String> {
 
 #[tokio::test]
 async fn a_new_version_reuses_the_compiled_functions_it_shares() {
-    let plugins = tempfile::tempdir().unwrap();
-    let cache = tempfile::tempdir().unwrap();
-    let efi = std::fs::read(built_adapter("efi")).unwrap();
-    std::fs::write(plugins.path().join("efi.wasm"), &efi).unwrap();
+    let (plugins, cache, efi) = efi_installed();
     let runtime = runtime(plugins.path(), cache.path());
     runtime.load_all().await.into_iter().for_each(|r| {
         r.unwrap();
