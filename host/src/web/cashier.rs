@@ -21,6 +21,7 @@ use serde::Deserialize;
 use super::charges::visible_charge;
 use super::i18n::Lang;
 use super::page::{Page, WebError, render, render_status, see_other};
+use super::refusals::{Doing, Refusal};
 use super::session::{Posted, Viewer};
 use crate::app::App;
 use crate::charges::{ChargeInput, PayerInput, ProviderChoice};
@@ -86,11 +87,35 @@ struct CashierPage {
     error: Option<FormError>,
 }
 
-/// A refusal, as the form shows it: which field, what happened, what to do.
+/// A refusal, as the form shows it: which field, what happened, the PSP's own words, what to
+/// do.
 pub struct FormError {
     pub field: Option<&'static str>,
     pub message: String,
+    pub psp_message: Option<String>,
     pub hint: Option<String>,
+}
+
+impl FormError {
+    /// A message next to `field`.
+    fn at(field: &'static str, message: String) -> FormError {
+        FormError {
+            field: Some(field),
+            message,
+            psp_message: None,
+            hint: None,
+        }
+    }
+
+    /// A failed charge operation, in the viewer's language.
+    fn refused(refusal: Refusal) -> FormError {
+        FormError {
+            field: None,
+            message: refusal.message,
+            psp_message: refusal.psp_message,
+            hint: refusal.hint,
+        }
+    }
 }
 
 impl CashierPage {
@@ -100,6 +125,14 @@ impl CashierPage {
             .filter(|e| e.field == Some(field))
             .map(|e| e.message.as_str())
     }
+}
+
+/// A PSP's display name, from its adapter's manifest; its id when the adapter is not loaded.
+fn psp_name(app: &App, provider: &str) -> String {
+    app.runtime
+        .adapter(provider)
+        .map(|a| a.manifest().display_name.clone())
+        .unwrap_or_else(|| provider.to_owned())
 }
 
 /// The PSPs of the merchant's active credentials in the viewer's environment, in routing
@@ -121,11 +154,7 @@ async fn providers(app: &App, viewer: &Viewer) -> Result<Vec<ProviderOption>, We
     let mut options: Vec<ProviderOption> = seen
         .into_iter()
         .map(|id| ProviderOption {
-            label: app
-                .runtime
-                .adapter(&id)
-                .map(|a| a.manifest().display_name.clone())
-                .unwrap_or_else(|| id.clone()),
+            label: psp_name(app, &id),
             value: id,
         })
         .collect();
@@ -202,11 +231,10 @@ async fn create(
     };
     let lang = viewer.lang;
     let Ok(amount) = Amount::parse_reais(&form.amount) else {
-        return refuse(FormError {
-            field: Some("amount"),
-            message: lang.t("cashier.error.amount").to_owned(),
-            hint: None,
-        });
+        return refuse(FormError::at(
+            "amount",
+            lang.t("cashier.error.amount").to_owned(),
+        ));
     };
     // The same rule as the API's (`Line`): one line, no control character of any kind.
     let description = match form.description.trim() {
@@ -214,20 +242,18 @@ async fn create(
         typed => match Line::parse("description", typed, MAX_DESCRIPTION_CHARS) {
             Ok(line) => Some(line),
             Err(_) => {
-                return refuse(FormError {
-                    field: Some("description"),
-                    message: lang.t("cashier.error.description").to_owned(),
-                    hint: None,
-                });
+                return refuse(FormError::at(
+                    "description",
+                    lang.t("cashier.error.description").to_owned(),
+                ));
             }
         },
     };
     let Some(choice) = providers.iter().find(|p| p.value == form.provider) else {
-        return refuse(FormError {
-            field: Some("provider"),
-            message: lang.t("cashier.error.provider").to_owned(),
-            hint: None,
-        });
+        return refuse(FormError::at(
+            "provider",
+            lang.t("cashier.error.provider").to_owned(),
+        ));
     };
     // The sale's reference was drawn with the form. A charge with it exists already when the
     // form was sent twice: show that one. References are random and known only to their
@@ -274,6 +300,7 @@ async fn create(
             refuse(FormError {
                 field: None,
                 message,
+                psp_message: None,
                 hint: Some(hint),
             })
         }
@@ -285,14 +312,18 @@ async fn create(
             {
                 return Err(WebError::internal(lang, &e.body.message));
             }
-            refuse(FormError {
-                field: None,
-                message: match &e.body.psp_message {
-                    Some(psp) => format!("{} {psp}", e.body.message),
-                    None => e.body.message.clone(),
-                },
-                hint: e.body.hint.clone(),
-            })
+            // The PSP tried last (`random`), else the one chosen.
+            let psp = match &e.body.provider {
+                Some(provider) => psp_name(&app, provider),
+                None => choice.label.clone(),
+            };
+            refuse(FormError::refused(super::refusals::for_merchant(
+                lang,
+                &e,
+                &psp,
+                caller.environment,
+                Doing::Create,
+            )))
         }
     }
 }
@@ -495,22 +526,23 @@ async fn cancel(
         Ok(_) => Ok(see_other(&format!("/dashboard/cashier/{id}"))),
         Err(e) => {
             let e = crate::api::psp_failure::from_charge_error(e, caller.environment);
+            if e.status.is_server_error()
+                && e.body.psp_message.is_none()
+                && e.body.provider.is_none()
+            {
+                return Err(WebError::internal(viewer.lang, &e.body.message));
+            }
+            let refusal = super::refusals::for_merchant(
+                viewer.lang,
+                &e,
+                &psp_name(&app, &charge.provider),
+                caller.environment,
+                Doing::Cancel,
+            );
             let current = visible_charge(&app, &viewer, &id).await?;
             render_status(
                 StatusCode::UNPROCESSABLE_ENTITY,
-                &screen_page(
-                    &app,
-                    &viewer,
-                    &current,
-                    Some(FormError {
-                        field: None,
-                        message: match &e.body.psp_message {
-                            Some(psp) => format!("{} {psp}", e.body.message),
-                            None => e.body.message.clone(),
-                        },
-                        hint: e.body.hint.clone(),
-                    }),
-                ),
+                &screen_page(&app, &viewer, &current, Some(FormError::refused(refusal))),
             )
         }
     }

@@ -10,7 +10,7 @@
 //! finds that charge instead of making another, and the status URLs only ever show the charge
 //! the cookie names. Charge creation is limited per client address (`PIXGW_CHECKOUT_RATE_LIMIT`
 //! a minute). Every failure is a page in the payer's language; a PSP's own words go to the log,
-//! not to the payer.
+//! not to the payer, who reads only what they can do about it ([`super::refusals`]).
 
 use std::sync::Arc;
 
@@ -27,6 +27,7 @@ use serde::Deserialize;
 use super::cashier::{LiveCharge, status_json};
 use super::i18n::Lang;
 use super::page::{WebError, format_time, see_other};
+use super::refusals::PayerCan;
 use super::session::{Visitor, VisitorPosted, cookie};
 use crate::app::App;
 use crate::charges::{ChargeError, PayerInput};
@@ -621,12 +622,18 @@ async fn pay(
         }
         Err(PayError::Charge(e)) => {
             let status = failure_status(&e);
-            // The merchant's words (and the PSP's) go to the log; the payer reads what to do.
+            // The merchant's words (and the PSP's) go to the log; the payer reads what they
+            // can do: another amount, their own details, again later, or ask the store.
             tracing::warn!(link = %ctx.link.id, merchant = %ctx.link.merchant_id, error = %e, "a payment link's charge was not created");
             if status == StatusCode::INTERNAL_SERVER_ERROR {
                 return Err(CheckoutError::internal(lang, e));
             }
-            let error = ("", lang.t("checkout.error.unavailable").to_owned());
+            let failure = crate::api::psp_failure::from_charge_error(e, ctx.link.environment);
+            let can = PayerCan {
+                retype_amount: matches!(Price::of(&ctx.link), Price::Open { .. }),
+                retype_details: !fields.is_empty(),
+            };
+            let error = super::refusals::for_payer(lang, &failure.body.code, can);
             Ok(with_cookie(refuse(form, error, status).await?, cookie))
         }
     }
@@ -740,4 +747,66 @@ async fn stream(
     Ok(Sse::new(events)
         .keep_alive(KeepAlive::default())
         .into_response())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn typed(name: &str) -> PayForm {
+        PayForm {
+            name: name.into(),
+            ..Default::default()
+        }
+    }
+
+    /// No shipped adapter asks for the payer's name yet, so no page can show the field; the
+    /// form's rule is pinned here, the same as the API's (`Line`).
+    #[test]
+    fn a_payer_name_is_one_line_without_control_characters() {
+        let asked = [PayerField::Name];
+        let too_long = "a".repeat(MAX_PAYER_NAME_CHARS + 1);
+        for bad in [
+            "",
+            "   ",
+            "Ana\u{202e}Souza",
+            "Ana\u{2028}Souza",
+            "Ana\nSouza",
+            "Ana\tSouza",
+            "Ana\u{7}",
+            too_long.as_str(),
+        ] {
+            let refused = payer_of(Lang::PtBr, &typed(bad), &asked).unwrap_err();
+            assert_eq!(
+                refused,
+                (
+                    "name",
+                    "Digite o seu nome completo, em uma linha, sem caracteres de controle \
+                     invisíveis."
+                        .to_owned()
+                ),
+                "{bad:?}"
+            );
+            assert_eq!(
+                payer_of(Lang::En, &typed(bad), &asked).unwrap_err(),
+                (
+                    "name",
+                    "Type your full name on one line, without invisible control characters."
+                        .to_owned()
+                ),
+                "{bad:?}"
+            );
+        }
+        let payer = payer_of(Lang::En, &typed("  Ana Souza "), &asked).unwrap();
+        assert_eq!(
+            payer.name.map(Line::into_string).as_deref(),
+            Some("Ana Souza")
+        );
+        let longest = "a".repeat(MAX_PAYER_NAME_CHARS);
+        let payer = payer_of(Lang::En, &typed(&longest), &asked).unwrap();
+        assert_eq!(payer.name.map(Line::into_string), Some(longest));
+        // A name the PSP does not need is not read at all.
+        let payer = payer_of(Lang::En, &typed("Ana\u{202e}"), &[]).unwrap();
+        assert!(payer.name.is_none());
+    }
 }

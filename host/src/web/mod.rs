@@ -21,6 +21,8 @@
 //!   callback and its error pages.
 //! - [`checkout`]: the public pages of payment links (`/p/<slug>`), for payers: no sign-in,
 //!   their own minimal layout.
+//! - [`refusals`]: a failed charge operation (a PSP's refusal) in the viewer's language, for
+//!   the credential pages, the cashier and the checkout.
 
 pub mod adapters;
 pub mod api_keys;
@@ -37,6 +39,7 @@ pub mod overview;
 pub mod page;
 pub mod plan;
 pub mod psps;
+pub mod refusals;
 pub mod session;
 pub mod sso;
 pub mod statement;

@@ -443,7 +443,7 @@ fn form_refusal(
             Ok(Some(FormAlert {
                 message: lang.tf("psps.refused", &[("psp", psp_name)]),
                 psp_message: failure.body.psp_message.clone(),
-                hint: Some(psp_hint(lang, &failure.body.code, psp_name, environment)),
+                hint: super::refusals::hint(lang, &failure.body.code, psp_name, environment),
             }))
         }
         // The page offers no fields without the adapter; a post made anyway gets told why.
@@ -511,31 +511,6 @@ fn field_message(lang: Lang, psp_name: &str, e: &FieldError) -> String {
         // The check's own (technical) words, after a sentence in the viewer's language.
         FieldProblem::Pem(detail) => lang.tf("psps.error.pem", &[("detail", detail)]),
     }
-}
-
-/// What usually fixes a PSP's refusal of a credential, by the API's error code.
-fn psp_hint(lang: Lang, code: &str, psp_name: &str, environment: Environment) -> String {
-    let key = match code {
-        "psp_authentication_failed" => "psps.hint.authentication",
-        "psp_certificate_invalid" => "psps.hint.certificate",
-        "psp_resource_not_found" => "psps.hint.not_found",
-        "psp_pix_key_invalid" => "psps.hint.pix_key",
-        "psp_outcome_unknown" => "psps.hint.outcome_unknown",
-        "adapter_failed" => "psps.hint.adapter_failed",
-        _ => "psps.hint.rejected",
-    };
-    let psp_environment = match environment {
-        Environment::Test => lang.t("psps.psp_env.test"),
-        Environment::Live => lang.t("psps.psp_env.live"),
-    };
-    lang.tf(
-        key,
-        &[
-            ("psp", psp_name),
-            ("env", env_name(lang, environment)),
-            ("psp_env", psp_environment),
-        ],
-    )
 }
 
 fn env_name(lang: Lang, environment: Environment) -> &'static str {
@@ -950,26 +925,5 @@ mod tests {
              teste. Cole o valor que começa com “sk_test_” ou mude para produção no alto da \
              página."
         );
-    }
-
-    #[test]
-    fn every_refusal_code_has_a_hint_in_each_language() {
-        for code in [
-            "psp_authentication_failed",
-            "psp_certificate_invalid",
-            "psp_resource_not_found",
-            "psp_pix_key_invalid",
-            "psp_outcome_unknown",
-            "adapter_failed",
-            "psp_rejected",
-        ] {
-            for lang in Lang::ALL {
-                let hint = psp_hint(lang, code, "Efí Bank", Environment::Test);
-                assert!(
-                    !hint.starts_with("psps.") && !hint.contains('{'),
-                    "{code}: {hint}"
-                );
-            }
-        }
     }
 }

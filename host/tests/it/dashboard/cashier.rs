@@ -11,7 +11,7 @@ use crate::common::decode_qr;
 use crate::common::gateway::{Backend, Gateway, GatewayOptions, TestDb};
 use crate::common::{sim_control, start_sim};
 use crate::dashboard::browser::{Browser, PHONE};
-use crate::dashboard::support::{PASSWORD, Shop};
+use crate::dashboard::support::{Answer, PASSWORD, Shop, Visitor};
 
 async fn sign_in(browser: &Browser, email: &str) {
     browser.goto("/dashboard/sign-in").await;
@@ -346,4 +346,116 @@ async fn the_cashier_refuses_control_characters_as_the_api_does(backend: Backend
         0,
         "nothing at the PSP: {held}"
     );
+}
+
+/// The text of the alert `id` (a `<div>` with the message, the PSP's words and the remedy).
+fn alert_text(page: &Answer, id: &str) -> String {
+    let at = page
+        .body
+        .find(&format!("id=\"{id}\""))
+        .unwrap_or_else(|| panic!("no #{id}: {}", page.text()));
+    let start = page.body[..at].rfind('<').unwrap();
+    let end = at + page.body[at..].find("</div>").unwrap();
+    Answer {
+        status: page.status,
+        location: None,
+        body: page.body[start..end].to_owned(),
+    }
+    .text()
+}
+
+/// Posts a sale of `amount` at `provider` from a fresh form.
+async fn post_sale(owner: &Visitor, amount: &str, provider: &str) -> Answer {
+    let form = owner.get("/dashboard/cashier").await;
+    form.assert_ok();
+    let sale = form.input_value("sale").unwrap();
+    owner
+        .post(
+            "/dashboard/cashier",
+            &[
+                ("amount", amount),
+                ("description", ""),
+                ("provider", provider),
+                ("sale", &sale),
+            ],
+        )
+        .await
+}
+
+/// A PSP's refusal at the cashier, in the operator's language: what happened, the PSP's own
+/// words verbatim, and what usually fixes it, by the refusal's code. Stripe (the simulator, as
+/// Stripe does) refuses an amount under R$ 0.50 with `amount_too_small`, which its adapter
+/// reports as an amount refusal (`psp_amount_invalid`); iugu's adapter refuses an invoice with
+/// no payer e-mail when the credential has no default one (`psp_payer_invalid`). Nothing is
+/// created, and the form keeps what was typed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_psp_refusal_is_explained_in_the_cashiers_language() {
+    let db = TestDb::new(Backend::Sqlite).await;
+    let sim = start_sim().await;
+    let gw = Gateway::start(
+        &db,
+        &sim,
+        &["efi", "stripe", "iugu"],
+        GatewayOptions::default(),
+    )
+    .await;
+    let shop = Shop::open(&db, &gw, &sim, "Loja", "dono@loja.com.br").await;
+    gw.connect(&sim, &shop.test_key, "stripe", &[]).await;
+    gw.connect(&sim, &shop.test_key, "iugu", &[("default-email", "")])
+        .await;
+    let owner = &shop.owner;
+
+    owner
+        .get("/dashboard/language?lang=pt-BR&next=/dashboard/cashier")
+        .await;
+    let refused = post_sale(owner, "0,10", "stripe").await;
+    assert_eq!(refused.status, 422, "{}", refused.text());
+    assert!(refused.body.contains("<html lang=\"pt-BR\">"));
+    assert_eq!(
+        alert_text(&refused, "sale-error"),
+        "O Stripe não criou a cobrança. Resposta do PSP: Amount must be at least R$0.50 brl O \
+         Stripe não aceitou este valor. Confira os limites que o Stripe define para uma \
+         cobrança Pix nesta conta (um mínimo, um máximo) e tente outro valor."
+    );
+    assert_eq!(
+        super::charges::element_text(&refused.body, "psp-message").as_deref(),
+        Some("Amount must be at least R$0.50 brl"),
+        "the PSP's words, verbatim"
+    );
+    assert_eq!(refused.input_value("amount").as_deref(), Some("0,10"));
+
+    let refused = post_sale(owner, "25,00", "iugu").await;
+    assert_eq!(refused.status, 422, "{}", refused.text());
+    assert_eq!(
+        alert_text(&refused, "sale-error"),
+        "O iugu não criou a cobrança. Resposta do PSP: iugu requires an e-mail on every \
+         invoice: give payer.email, or set the credential's default payer e-mail \
+         (default-email) O iugu não aceitou os dados do pagador (nome, e-mail, CPF ou CNPJ); a \
+         resposta dele diz qual. Corrija e tente de novo."
+    );
+
+    // The same refusal in English.
+    owner
+        .get("/dashboard/language?lang=en&next=/dashboard/cashier")
+        .await;
+    let refused = post_sale(owner, "0,10", "stripe").await;
+    assert_eq!(refused.status, 422, "{}", refused.text());
+    assert_eq!(
+        alert_text(&refused, "sale-error"),
+        "Stripe did not create the charge. The PSP said: Amount must be at least R$0.50 brl \
+         Stripe did not accept this amount. Check the limits Stripe sets for a Pix charge on \
+         this account (a minimum, a maximum) and try another amount."
+    );
+
+    // Nothing was created, at the gateway or at the PSPs.
+    let (_, list) = gw.get("/v1/charges", &shop.test_key).await;
+    assert_eq!(list["data"], json!([]), "{list}");
+    for provider in ["stripe", "iugu"] {
+        let held = sim_control(&sim, &format!("/_sim/charges?provider={provider}"), None).await;
+        assert_eq!(held, json!([]), "nothing at {provider}");
+    }
+    // An amount Stripe takes goes through.
+    post_sale(owner, "0,50", "stripe")
+        .await
+        .assert_redirect("/dashboard/cashier/chg_");
 }

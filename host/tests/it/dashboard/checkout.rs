@@ -628,3 +628,65 @@ async fn a_browser_meets_the_minimum_a_used_up_link_and_an_expired_one() {
     assert_eq!(f.charges().await.len(), 1);
     browser.close().await;
 }
+
+/// A PSP's refusal at the checkout: the payer reads what they can do, in their language, never
+/// the PSP's words or the merchant's set-up (those go to the log). Stripe (the simulator, as
+/// Stripe does) refuses amounts under R$ 0.50, an amount refusal for its adapter.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_psp_refusal_tells_the_payer_what_they_can_do() {
+    let f = Fixture::open(Backend::Sqlite, &["stripe"], GatewayOptions::default()).await;
+    // An amount the payer types: they can type another, from the same session.
+    let open = f
+        .link(json!({"name": "Gorjeta", "provider": "stripe"}))
+        .await;
+    let path = Fixture::path(&open);
+    let mut payer = Visitor::new(&f.gw);
+    payer.language = "pt-BR";
+    payer.get(&path).await.assert_ok();
+    let refused = payer.post(&path, &[("amount", "0,10")]).await;
+    assert_eq!(refused.status, 502, "{}", refused.text());
+    assert_eq!(
+        super::charges::element_text(&refused.body, "amount-error").as_deref(),
+        Some(
+            "A instituição de pagamento não aceitou este valor, e nada foi cobrado. Digite outro \
+             valor."
+        ),
+        "{}",
+        refused.text()
+    );
+    assert!(
+        !refused.body.contains("Amount must be at least"),
+        "the PSP's words stay in the log"
+    );
+    assert_eq!(refused.input_value("amount").as_deref(), Some("0,10"));
+    assert!(f.charges().await.is_empty());
+    payer
+        .post(&path, &[("amount", "1,00")])
+        .await
+        .assert_redirect(&path);
+    let charges = f.charges().await;
+    assert_eq!(
+        (charges.len(), &charges[0]["amount"]),
+        (1, &json!(100)),
+        "{charges:?}"
+    );
+
+    // A fixed amount the PSP refuses is the store's to change.
+    let fixed = f
+        .link(json!({"name": "Bala", "amount": 10, "provider": "stripe"}))
+        .await;
+    let path = Fixture::path(&fixed);
+    let (payer, _) = payer_at(&f, &path).await;
+    let refused = payer.post(&path, &[]).await;
+    assert_eq!(refused.status, 502, "{}", refused.text());
+    assert_eq!(
+        super::charges::element_text(&refused.body, "pay-error").as_deref(),
+        Some(
+            "This store cannot take this payment by Pix right now, and nothing was charged. \
+             Contact the store to pay another way."
+        ),
+        "{}",
+        refused.text()
+    );
+    assert_eq!(f.charges().await.len(), 1);
+}

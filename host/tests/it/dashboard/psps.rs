@@ -373,13 +373,7 @@ async fn form_errors_sit_next_to_their_field_and_keep_what_was_typed(backend: Ba
         .post("/dashboard/psps/connect/efi", &pairs(&form))
         .await;
     assert_eq!(answer.status, 422, "{}", answer.text());
-    let alert = answer.body[answer.body.find("id=\"form-alert\"").unwrap()..].to_owned();
-    let alert = Answer {
-        status: 422,
-        location: None,
-        body: format!("<div {}", &alert[..alert.find("</div>").unwrap()]),
-    }
-    .text();
+    let alert = form_alert(&answer);
     assert_eq!(
         alert,
         "Efí Bank refused these credentials, so nothing was saved. The PSP said: Invalid or \
@@ -692,4 +686,48 @@ async fn a_manager_sees_the_connections_but_changes_nothing(backend: Backend) {
         cashier.get(&format!("/dashboard/psps/{id}")).await.status,
         403
     );
+}
+
+/// A PSP's refusal of credentials in Portuguese: the page's sentence and the remedy in the
+/// viewer's language ([`pixgw::web::refusals`], shared with the cashier), the PSP's own words
+/// verbatim between them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refusal_is_explained_in_the_viewers_language() {
+    let sim = start_sim().await;
+    let db = TestDb::new(Backend::Sqlite).await;
+    let gw = gateway(&db, &sim).await;
+    let owner = Visitor::sign_up(&gw, BUSINESS, OWNER).await;
+    owner
+        .get("/dashboard/language?lang=pt-BR&next=/dashboard/psps/connect/efi")
+        .await;
+    owner.get("/dashboard/psps/connect/efi").await.assert_ok();
+    let form = account_form(&sim, "efi", "Efí", &[("client-secret", "not-the-secret")]);
+    let answer = owner
+        .post("/dashboard/psps/connect/efi", &pairs(&form))
+        .await;
+    assert_eq!(answer.status, 422, "{}", answer.text());
+    assert!(answer.body.contains("<html lang=\"pt-BR\">"));
+    let alert = form_alert(&answer);
+    assert_eq!(
+        alert,
+        "O Efí Bank recusou estas credenciais, então nada foi salvo. Resposta do PSP: Invalid \
+         or inactive credentials Copie de novo o client ID e o secret (ou a chave) sem espaços \
+         a mais, e confira se são do ambiente de sandbox (homologação) do Efí Bank: \
+         credenciais de sandbox não funcionam em produção, e vice-versa."
+    );
+    assert_eq!(
+        element_text(&answer.body, "psp-message").as_deref(),
+        Some("Invalid or inactive credentials")
+    );
+}
+
+/// The text of a page's form alert (`id="form-alert"`).
+fn form_alert(answer: &Answer) -> String {
+    let alert = &answer.body[answer.body.find("id=\"form-alert\"").unwrap()..];
+    Answer {
+        status: answer.status,
+        location: None,
+        body: format!("<div {}", &alert[..alert.find("</div>").unwrap()]),
+    }
+    .text()
 }
