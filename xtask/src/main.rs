@@ -477,55 +477,81 @@ fn demo() -> anyhow::Result<()> {
 }
 
 /// The demo merchant's endpoint: prints every event and whether its Standard Webhooks
-/// signature checks out with the endpoint's secret.
+/// signature checks out with the endpoint's secret. Connections are kept alive and served on
+/// threads of their own, as a merchant's server would: the gateway's deliveries under
+/// `cargo xtask load` do not wait for one another or for a new connection each.
 fn receive_events(listener: std::net::TcpListener, secret: &str) {
     use base64::Engine;
-    use hmac::{Hmac, Mac};
-    use std::io::{BufRead, BufReader, Read, Write};
-    let key = base64::engine::general_purpose::STANDARD
-        .decode(secret.trim_start_matches("whsec_"))
-        .unwrap_or_default();
+    let key = std::sync::Arc::new(
+        base64::engine::general_purpose::STANDARD
+            .decode(secret.trim_start_matches("whsec_"))
+            .unwrap_or_default(),
+    );
     for stream in listener.incoming().flatten() {
-        let mut reader = BufReader::new(&stream);
-        let mut headers = std::collections::HashMap::new();
-        let mut line = String::new();
-        let _ = reader.read_line(&mut line); // request line
-        loop {
-            line.clear();
-            if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
-                break;
-            }
-            if let Some((k, v)) = line.split_once(':') {
-                headers.insert(k.trim().to_ascii_lowercase(), v.trim().to_owned());
-            }
-        }
-        let length = headers
-            .get("content-length")
-            .and_then(|l| l.parse().ok())
-            .unwrap_or(0);
-        let mut body = vec![0; length];
-        let _ = reader.read_exact(&mut body);
-        let header = |name: &str| headers.get(name).map(String::as_str).unwrap_or("");
-        let mut mac = Hmac::<sha2::Sha256>::new_from_slice(&key).expect("any key length");
-        mac.update(format!("{}.{}.", header("webhook-id"), header("webhook-timestamp")).as_bytes());
-        mac.update(&body);
-        let expected = format!(
-            "v1,{}",
-            base64::engine::general_purpose::STANDARD.encode(mac.finalize().into_bytes())
-        );
-        let valid = header("webhook-signature")
-            .split(' ')
-            .any(|s| s == expected);
-        let event: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
-        println!(
-            "demo endpoint <- {} {} charge {} is {} (signature {})",
-            event["id"].as_str().unwrap_or("?"),
-            event["type"].as_str().unwrap_or("?"),
-            event["data"]["object"]["id"].as_str().unwrap_or("?"),
-            event["data"]["object"]["status"].as_str().unwrap_or("?"),
-            if valid { "valid" } else { "INVALID" }
-        );
-        let _ = (&stream)
-            .write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\nconnection: close\r\n\r\n");
+        let key = key.clone();
+        std::thread::spawn(move || {
+            let mut reader = std::io::BufReader::new(&stream);
+            while receive_event(&mut reader, &stream, &key) {}
+        });
     }
+}
+
+/// Reads, checks, prints and answers one request of a connection; `false` once it is closed.
+fn receive_event(
+    reader: &mut std::io::BufReader<&std::net::TcpStream>,
+    mut stream: &std::net::TcpStream,
+    key: &[u8],
+) -> bool {
+    use base64::Engine;
+    use hmac::{Hmac, Mac};
+    use std::io::{BufRead, Read, Write};
+    let mut headers = std::collections::HashMap::new();
+    let mut line = String::new();
+    if reader.read_line(&mut line).unwrap_or(0) == 0 {
+        return false; // request line
+    }
+    loop {
+        line.clear();
+        if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
+            break;
+        }
+        if let Some((k, v)) = line.split_once(':') {
+            headers.insert(k.trim().to_ascii_lowercase(), v.trim().to_owned());
+        }
+    }
+    let length = headers
+        .get("content-length")
+        .and_then(|l| l.parse().ok())
+        .unwrap_or(0);
+    let mut body = vec![0; length];
+    if reader.read_exact(&mut body).is_err() {
+        return false;
+    }
+    let header = |name: &str| headers.get(name).map(String::as_str).unwrap_or("");
+    let mut mac = Hmac::<sha2::Sha256>::new_from_slice(key).expect("any key length");
+    mac.update(format!("{}.{}.", header("webhook-id"), header("webhook-timestamp")).as_bytes());
+    mac.update(&body);
+    let expected = format!(
+        "v1,{}",
+        base64::engine::general_purpose::STANDARD.encode(mac.finalize().into_bytes())
+    );
+    let valid = header("webhook-signature")
+        .split(' ')
+        .any(|s| s == expected);
+    let event: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
+    println!(
+        "demo endpoint <- {} {} charge {} is {} (signature {})",
+        event["id"].as_str().unwrap_or("?"),
+        event["type"].as_str().unwrap_or("?"),
+        event["data"]["object"]["id"].as_str().unwrap_or("?"),
+        event["data"]["object"]["status"].as_str().unwrap_or("?"),
+        if valid { "valid" } else { "INVALID" }
+    );
+    let keep_alive = !header("connection").eq_ignore_ascii_case("close");
+    let answer: &[u8] = if keep_alive {
+        b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\n\r\n"
+    } else {
+        b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
+    };
+    stream.write_all(answer).is_ok() && keep_alive
 }

@@ -800,7 +800,7 @@ impl Service {
         // A payment of less than the amount is not a plain `charge.paid`: the merchant must
         // not hand over goods for it.
         let emit = kind.map(|kind| {
-            Box::new(move |c: &ChargeRecord| {
+            std::sync::Arc::new(move |c: &ChargeRecord| {
                 let kind = if c.underpaid() {
                     crate::webhooks::UNDERPAID
                 } else {
@@ -808,7 +808,9 @@ impl Service {
                 };
                 crate::webhooks::event_for(c, kind)
             })
-                as Box<dyn Fn(&ChargeRecord) -> crate::store::events::EventRecord + Send + Sync>
+                as std::sync::Arc<
+                    dyn Fn(&ChargeRecord) -> crate::store::events::EventRecord + Send + Sync,
+                >
         });
         let moved = self
             .store

@@ -89,9 +89,18 @@ impl Symbol {
     /// The mask-selection penalty of ISO/IEC 18004 (§7.8.3): runs of five or more modules of
     /// one colour, 2 × 2 blocks of one colour, finder-like 1:1:3:1:1 patterns beside four light
     /// modules (outside the symbol counts as light), and the dark share's distance from half.
-    /// Rows and columns are read as contiguous slices (the columns from a transposed copy):
-    /// eight masks are scored per charge.
+    /// Eight masks are scored per charge, so symbols up to [`BIT_ROWS_MAX`] modules wide (every
+    /// Pix code) are scored a whole row at a time ([`BitRows`]); wider ones module by module.
     fn penalty(&self) -> u32 {
+        match BitRows::of(self) {
+            Some(bits) => bits.penalty(),
+            None => self.penalty_by_module(),
+        }
+    }
+
+    /// [`Symbol::penalty`] module by module, rows and columns as contiguous slices (the
+    /// columns from a transposed copy).
+    fn penalty_by_module(&self) -> u32 {
         let w = self.width;
         let mut columns = vec![false; w * w];
         for (y, row) in self.dark.chunks_exact(w).enumerate() {
@@ -117,10 +126,100 @@ impl Symbol {
                 }
             }
         }
-        let total = (w * w) as u32;
         let dark = self.dark.iter().filter(|&&d| d).count() as u32;
-        score + 10 * ((20 * dark).abs_diff(10 * total) / total)
+        score + dark_share_penalty(dark, (w * w) as u32)
     }
+}
+
+/// 10 for each full 5 % the dark modules' share is away from half.
+fn dark_share_penalty(dark: u32, total: u32) -> u32 {
+    10 * ((20 * dark).abs_diff(10 * total) / total)
+}
+
+/// The widest symbol [`BitRows`] holds: its modules and four light ones on each side fit in
+/// 128 bits (version 25; a Pix code is at most about version 15).
+const BIT_ROWS_MAX: usize = 128 - 2 * QUIET_ZONE;
+
+/// A symbol's rows and columns as bits: module `i` of a line at bit `i + 4`, with the four
+/// light modules of the quiet zone on each side as zero bits. Each penalty rule is then a few
+/// shifts and a population count per line.
+struct BitRows {
+    width: usize,
+    rows: Vec<u128>,
+    columns: Vec<u128>,
+}
+
+impl BitRows {
+    fn of(symbol: &Symbol) -> Option<BitRows> {
+        let w = symbol.width;
+        if w > BIT_ROWS_MAX {
+            return None;
+        }
+        let (mut rows, mut columns) = (vec![0u128; w], vec![0u128; w]);
+        for (y, row) in symbol.dark.chunks_exact(w).enumerate() {
+            for (x, _) in row.iter().enumerate().filter(|(_, dark)| **dark) {
+                rows[y] |= 1 << (x + QUIET_ZONE);
+                columns[x] |= 1 << (y + QUIET_ZONE);
+            }
+        }
+        Some(BitRows {
+            width: w,
+            rows,
+            columns,
+        })
+    }
+
+    fn penalty(&self) -> u32 {
+        let w = self.width;
+        let modules = ((1u128 << w) - 1) << QUIET_ZONE;
+        let mut score: u32 = self
+            .rows
+            .iter()
+            .chain(&self.columns)
+            .map(|&line| bit_line_penalty(line, w))
+            .sum();
+        // A block's top-left module at x: both rows agree at x and x + 1, and the top row's
+        // two modules agree.
+        let block_corners = ((1u128 << (w - 1)) - 1) << QUIET_ZONE;
+        for pair in self.rows.windows(2) {
+            let (top, bottom) = (pair[0], pair[1]);
+            let same_below = !(top ^ bottom) & modules;
+            let blocks = same_below & (same_below >> 1) & !(top ^ (top >> 1)) & block_corners;
+            score += 3 * blocks.count_ones();
+        }
+        let dark = self.rows.iter().map(|r| r.count_ones()).sum();
+        score + dark_share_penalty(dark, (w * w) as u32)
+    }
+}
+
+/// [`line_penalty`] of a line held as [`BitRows`] holds it.
+fn bit_line_penalty(line: u128, w: usize) -> u32 {
+    let modules = ((1u128 << w) - 1) << QUIET_ZONE;
+    let mut score = 0;
+    // Runs: a run of n ≥ 5 holds n - 4 windows of five and scores n - 2, so each window of five
+    // scores 1 and each run's first window 2 more.
+    for same in [line & modules, !line & modules] {
+        let fives = same & (same >> 1) & (same >> 2) & (same >> 3) & (same >> 4);
+        let firsts = fives & !(fives << 1);
+        score += fives.count_ones() + 2 * firsts.count_ones();
+    }
+    // Finder-like windows of eleven modules over the line with its quiet zone, starting at bit
+    // s for s in 0..=w - 3 (the last eleven bits of the padded line), the line's order being
+    // the bits' order.
+    const FINDER_THEN_LIGHT: [bool; 11] = [
+        true, false, true, true, true, false, true, false, false, false, false,
+    ];
+    const LIGHT_THEN_FINDER: [bool; 11] = [
+        false, false, false, false, true, false, true, true, true, false, true,
+    ];
+    let starts = (1u128 << (w - 2)) - 1;
+    for pattern in [FINDER_THEN_LIGHT, LIGHT_THEN_FINDER] {
+        let matches = pattern.iter().enumerate().fold(starts, |m, (k, &dark)| {
+            m & if dark { line >> k } else { !line >> k }
+        });
+        score += 40 * matches.count_ones();
+    }
+    score
 }
 
 /// The run and finder-pattern penalties of one row or column.
@@ -330,9 +429,15 @@ mod tests {
 
     #[test]
     fn penalties_follow_the_standard() {
+        // Both ways of scoring a line, which must agree.
         let line = |modules: &str| {
-            let modules: Vec<bool> = modules.bytes().map(|b| b == b'1').collect();
-            line_penalty(&modules)
+            let dark: Vec<bool> = modules.bytes().map(|b| b == b'1').collect();
+            let bits = (0..dark.len())
+                .filter(|&i| dark[i])
+                .fold(0u128, |bits, i| bits | 1 << (i + QUIET_ZONE));
+            let score = line_penalty(&dark);
+            assert_eq!(bit_line_penalty(bits, dark.len()), score, "{modules}");
+            score
         };
         // One run of 21: 3 for five, 1 for each module past five.
         assert_eq!(line(&"0".repeat(21)), 19);
@@ -357,6 +462,59 @@ mod tests {
             mask: MaskPattern::Checkerboard,
         };
         assert_eq!(checkerboard.penalty(), 0);
+    }
+
+    /// Whole-row scoring is the module-by-module rule, on real symbols under every mask and on
+    /// random ones of every width it takes.
+    #[test]
+    fn row_scoring_agrees_with_module_scoring() {
+        for end in (10..DYNAMIC_BR_CODE.len()).step_by(7) {
+            let bits =
+                qrcode::bits::encode_auto(&DYNAMIC_BR_CODE.as_bytes()[..end], EcLevel::M).unwrap();
+            let version = bits.version();
+            let (data, ec) =
+                qrcode::ec::construct_codewords(&bits.into_bytes(), version, EcLevel::M).unwrap();
+            let mut canvas = Canvas::new(version, EcLevel::M);
+            canvas.draw_all_functional_patterns();
+            canvas.draw_data(&data, &ec);
+            for mask in MASKS {
+                let mut masked = canvas.clone();
+                masked.apply_mask(mask);
+                let symbol = Symbol {
+                    width: version.width() as usize,
+                    dark: masked
+                        .into_colors()
+                        .into_iter()
+                        .map(|c| c == Color::Dark)
+                        .collect(),
+                    mask,
+                };
+                assert_eq!(
+                    symbol.penalty(),
+                    symbol.penalty_by_module(),
+                    "{end} {mask:?}"
+                );
+            }
+        }
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        for width in [21, 45, 57, 101, BIT_ROWS_MAX] {
+            for density in [2, 4, 8] {
+                let dark = (0..width * width)
+                    .map(|_| {
+                        seed ^= seed << 13;
+                        seed ^= seed >> 7;
+                        seed ^= seed << 17;
+                        seed % density == 0
+                    })
+                    .collect();
+                let symbol = Symbol {
+                    width,
+                    dark,
+                    mask: MaskPattern::Checkerboard,
+                };
+                assert_eq!(symbol.penalty(), symbol.penalty_by_module(), "{width}");
+            }
+        }
     }
 
     #[test]

@@ -5,7 +5,7 @@
 //! the `pixgw:psp` imports plus WASI reduced to nothing (no files, environment or sockets).
 //! Compiled components are cached on disk by content hash, so a restart skips Cranelift, and
 //! compiled functions are cached one by one ([`FunctionCache`]), so a new version of an adapter
-//! recompiles only what changed.
+//! recompiles only what changed; [`compile_cache`] keeps the directory within its budget.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -14,14 +14,19 @@ use std::time::Duration;
 
 use sha2::{Digest, Sha256};
 use wasmtime::component::{Component, HasSelf, Linker};
-use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
+use wasmtime::{Config, Enabled, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
 
 use super::bindings;
 use super::call::CallState;
+use super::compile_cache;
 use super::function_cache::FunctionCache;
 
 /// How often the epoch advances; deadlines are checked at this granularity.
 pub const EPOCH_TICK: Duration = Duration::from_millis(10);
+
+/// Bytes of each memory and table slot kept resident between calls: about what an adapter call
+/// touches.
+const KEEP_RESIDENT: usize = 1 << 20;
 
 /// Resource limits applied to every adapter call.
 #[derive(Debug, Clone)]
@@ -66,7 +71,15 @@ impl AdapterEngine {
             .max_core_instances_per_component(16)
             .max_memories_per_component(4)
             .max_tables_per_component(16)
-            .max_memory_size(limits.memory_bytes);
+            .max_memory_size(limits.memory_bytes)
+            // A finished call's slot is reset by zeroing the pages it dirtied, found with
+            // PAGEMAP_SCAN (Linux 6.7+), rather than by an madvise per call: that flushes every
+            // core's TLB (an interrupt each) and the next call faults the pages back in.
+            .linear_memory_keep_resident(KEEP_RESIDENT)
+            .table_keep_resident(KEEP_RESIDENT)
+            .pagemap_scan(Enabled::Auto)
+            // What still goes back to the kernel goes in batches.
+            .decommit_batch_size(16);
         let mut config = Config::new();
         config
             .wasm_component_model(true)
@@ -132,7 +145,10 @@ impl AdapterEngine {
             // compatibility hash (part of the file name), in a directory only pixgw writes;
             // wasmtime still checks its header and version before using it.
             match unsafe { Component::deserialize(&self.engine, &artifact) } {
-                Ok(component) => return Ok(component),
+                Ok(component) => {
+                    compile_cache::touch(&path);
+                    return Ok(component);
+                }
                 Err(e) => {
                     tracing::warn!(path = %path.display(), error = %e, "discarding unusable compiled artifact")
                 }
@@ -149,6 +165,16 @@ impl AdapterEngine {
                 }
             }
             Err(e) => tracing::warn!(error = %e, "could not serialize compiled artifact"),
+        }
+        // This compile wrote an artifact and functions: older versions' files may now go.
+        match compile_cache::prune(dir, compile_cache::BUDGET) {
+            Ok(p) if p.files > 0 => {
+                tracing::info!(files = p.files, bytes = p.bytes, dir = %dir.display(), "pruned the compile cache")
+            }
+            Ok(_) => {}
+            Err(e) => {
+                tracing::warn!(dir = %dir.display(), error = %e, "could not prune the compile cache")
+            }
         }
         Ok(component)
     }

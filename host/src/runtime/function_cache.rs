@@ -10,7 +10,8 @@
 //! With a compile cache directory the entries live there, one file per function under
 //! `functions/` (the entry's SHA-256, then the entry), so they survive restarts (a start that loads whole artifacts compiles nothing
 //! and so would otherwise leave the cache empty for the next swap) and cost no memory. Without
-//! one they live in memory, up to [`MEMORY_BUDGET`] bytes.
+//! one they live in memory, up to [`MEMORY_BUDGET`] bytes. On disk, [`super::compile_cache`]
+//! bounds them.
 
 use std::borrow::Cow;
 use std::collections::HashMap;
@@ -58,12 +59,14 @@ impl CacheStore for FunctionCache {
             // Machine code is run as it is read: an entry whose checksum does not match (a
             // damaged disk, a file cut short) is compiled again, not trusted.
             FunctionCache::Disk(dir) => {
-                let mut entry = std::fs::read(dir.join(hex::encode(key))).ok()?;
+                let path = dir.join(hex::encode(key));
+                let mut entry = std::fs::read(&path).ok()?;
                 if entry.len() < CHECKSUM
                     || Sha256::digest(&entry[CHECKSUM..])[..] != entry[..CHECKSUM]
                 {
                     return None;
                 }
+                super::compile_cache::touch(&path);
                 entry.drain(..CHECKSUM);
                 Some(Cow::Owned(entry))
             }

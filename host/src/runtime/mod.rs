@@ -15,6 +15,7 @@ pub mod admission;
 pub mod bindings;
 pub mod cache;
 pub mod call;
+pub mod compile_cache;
 pub mod crypto;
 pub mod egress;
 pub mod engine;

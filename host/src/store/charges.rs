@@ -2,7 +2,7 @@
 //! can always be found by its reference; it turns `pending` once the PSP answered, and is
 //! removed if the PSP refused (then no charge exists anywhere).
 
-use sqlx::{Connection, Row};
+use sqlx::Row;
 
 use super::events::EventRecord;
 use super::{Columns, Store, StoreError};
@@ -123,14 +123,14 @@ impl Store {
             .await
     }
 
-    /// [`Store::insert_creating_charge`] inside the caller's transaction (a savepoint of its
-    /// own, so a refused charge leaves nothing).
+    /// [`Store::insert_creating_charge`] inside the caller's transaction. A charge the plan
+    /// refuses is deleted again, so it leaves nothing (cheaper than a savepoint on the path
+    /// every charge takes).
     async fn insert_creating_on(
         &self,
-        conn: &mut sqlx::AnyConnection,
+        tx: &mut sqlx::AnyConnection,
         c: &ChargeRecord,
     ) -> Result<crate::plans::Admission<bool>, StoreError> {
-        let mut tx = conn.begin().await?;
         let done = sqlx::query(&format!(
             "INSERT INTO charges ({COLUMNS}) SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, \
              $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27 \
@@ -169,17 +169,18 @@ impl Store {
         .await?;
         if done.rows_affected() == 0 {
             // A resumed request (its charge was counted then) or a closed link.
-            tx.rollback().await?;
             return Ok(Ok(false));
         }
         if let Err(reached) = self
-            .count_charge(&mut tx, &c.merchant_id, c.environment, c.created_at)
+            .count_charge(&mut *tx, &c.merchant_id, c.environment, c.created_at)
             .await?
         {
-            tx.rollback().await?;
+            sqlx::query("DELETE FROM charges WHERE id = $1")
+                .bind(&c.id)
+                .execute(&mut *tx)
+                .await?;
             return Ok(Err(reached));
         }
-        tx.commit().await?;
         Ok(Ok(true))
     }
 
@@ -342,7 +343,7 @@ impl Store {
         to: ChargeState,
         update: PspUpdate,
         attempt: Option<super::routing::AttemptRecord>,
-        emit: Option<Box<dyn Fn(&ChargeRecord) -> EventRecord + Send + Sync>>,
+        emit: Option<std::sync::Arc<dyn Fn(&ChargeRecord) -> EventRecord + Send + Sync>>,
         durability: super::Durability,
     ) -> Result<Option<ChargeRecord>, StoreError> {
         self.write_with(durability, move |conn| {
@@ -431,29 +432,13 @@ impl Store {
     ) -> Result<Claimed, StoreError> {
         // A fresh mark per claim tells this claim's rows from the owner's earlier ones.
         let mark = format!("{owner}:{}", uuid::Uuid::new_v4().simple());
-        // Leases go through the writer (a pool write would sleep in SQLite's busy handler
-        // while the charge path writes), deferred: a lease lost in a crash only lets another
-        // reconciler take the charge sooner.
         let lease = format!(
             "UPDATE charges SET check_lease_until = $1, check_lease_owner = $2 \
              WHERE id IN (SELECT id FROM charges WHERE {due} AND check_lease_until < $3 \
                           ORDER BY next_check_at, created_at LIMIT $4) \
                AND check_lease_until < $3"
         );
-        let leased_by = mark.clone();
-        self.write_with(super::Durability::Deferred, move |conn| {
-            Box::pin(async move {
-                sqlx::query(&lease)
-                    .bind(now + lease_ms)
-                    .bind(&leased_by)
-                    .bind(now)
-                    .bind(limit)
-                    .execute(&mut *conn)
-                    .await?;
-                Ok(())
-            })
-        })
-        .await?;
+        self.take_leases(lease, &mark, now, lease_ms, limit).await?;
         let rows = sqlx::query(&format!(
             "SELECT {COLUMNS} FROM charges WHERE check_lease_owner = $1 AND {state}"
         ))

@@ -3,10 +3,10 @@
 //!
 //! SQLite has one writer at a time and each commit syncs the WAL (about 4 ms on an ordinary
 //! disk), so committing each request's writes apart caps the gateway at a few hundred commits
-//! a second. [`Store::write`] hands a unit of work to one writer task; the writer takes every
-//! unit waiting, runs each inside a savepoint of one `BEGIN IMMEDIATE` transaction (a unit that
-//! fails is rolled back alone), commits, and only then answers each unit: a request is never
-//! told a durable write happened before the write is on disk.
+//! a second. [`Store::write`] hands a unit of work to one writer thread; the writer takes every
+//! unit waiting, runs them in one `BEGIN IMMEDIATE` transaction (should one fail, again with a
+//! savepoint each, so that one is rolled back alone), commits, and only then answers each unit:
+//! a request is never told a durable write happened before the write is on disk.
 //!
 //! On PostgreSQL a unit is simply its own transaction on the pool: the server already groups
 //! concurrent commits into one WAL flush.
@@ -27,9 +27,11 @@
 //! PostgreSQL: `synchronous_commit = off` for a deferred unit's transaction.
 
 use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
 
 use futures::FutureExt;
 use futures::future::BoxFuture;
+use parking_lot::Mutex;
 use sqlx::{Acquire, AnyConnection, Connection};
 use tokio::sync::{mpsc, oneshot};
 
@@ -38,10 +40,13 @@ use super::{Backend, Store, StoreError};
 /// The most units one transaction takes: bounds how long the first of them waits.
 const MAX_GROUP: usize = 256;
 
-/// What a unit hands the writer after running: whether it succeeded (its savepoint is kept),
-/// and how to answer its caller once the group's commit is known.
-type Ran = (bool, Box<dyn FnOnce(Result<(), String>) + Send>);
-type Work = Box<dyn for<'c> FnOnce(&'c mut AnyConnection) -> BoxFuture<'c, Ran> + Send>;
+/// What a unit hands the writer after running: whether it succeeded (its writes are kept), and
+/// how to answer its caller once the group's commit is known.
+type Ran = (bool, Answer);
+type Answer = Box<dyn FnOnce(Result<(), String>) + Send>;
+/// A unit as the writer holds it: callable again, for when its group is rolled back and run a
+/// second time.
+type Work = Box<dyn for<'c> FnMut(&'c mut AnyConnection) -> BoxFuture<'c, Ran> + Send>;
 
 /// Whether a write must be on disk before its caller hears it is done.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -58,7 +63,7 @@ struct Unit {
     work: Work,
 }
 
-/// The queue to the writer task.
+/// The queue to the writer thread.
 #[derive(Clone, Debug)]
 pub(super) struct Writer {
     units: mpsc::UnboundedSender<Unit>,
@@ -66,11 +71,27 @@ pub(super) struct Writer {
 
 impl Writer {
     /// Starts the writer on a connection of its own, taken from `pool` (so it keeps the pool's
-    /// pragmas).
-    pub(super) fn start(pool: sqlx::AnyPool) -> Writer {
+    /// pragmas), and on a thread of its own: a unit is a chain of round trips to the
+    /// connection's thread, and on the shared runtime each hop would queue behind request tasks
+    /// (QR codes, adapter calls) while every other write waits for this one. It ends when the
+    /// last [`Store`] holding it is dropped.
+    pub(super) fn start(pool: sqlx::AnyPool) -> std::io::Result<Writer> {
         let (units, queue) = mpsc::unbounded_channel();
-        tokio::spawn(run(pool, queue));
-        Writer { units }
+        std::thread::Builder::new()
+            .name("pixgw-writer".into())
+            .spawn(move || {
+                match tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                {
+                    Ok(runtime) => runtime.block_on(run(pool, queue)),
+                    // Units sent find the queue closed and fail as "the writer has stopped".
+                    Err(e) => {
+                        tracing::error!(error = %e, "the group commit writer could not start")
+                    }
+                }
+            })?;
+        Ok(Writer { units })
     }
 }
 
@@ -152,19 +173,53 @@ async fn connect(pool: &sqlx::AnyPool) -> Result<WriterConn, sqlx::Error> {
 }
 
 /// Runs `units` in one transaction and answers each after its commit.
-async fn group(conn: &mut AnyConnection, units: Vec<Unit>) -> Result<(), sqlx::Error> {
+///
+/// Optimistically first: the units run one after another with no savepoint between them, since
+/// nearly every unit succeeds and a savepoint costs two more round trips to the connection's
+/// thread. Should one fail, the transaction is rolled back and the group runs again with a
+/// savepoint per unit, so the failed one is rolled back alone. A group of one needs no second
+/// run: rolling back the transaction rolled back exactly that unit.
+async fn group(conn: &mut AnyConnection, mut units: Vec<Unit>) -> Result<(), sqlx::Error> {
+    match pass(conn, &mut units, false).await? {
+        Pass::Answered => Ok(()),
+        Pass::RolledBack => pass(conn, &mut units, true).await.map(|_| ()),
+    }
+}
+
+/// How a run over a group ended.
+enum Pass {
+    /// Committed (or its one unit rolled back), and every unit answered.
+    Answered,
+    /// A unit failed without a savepoint: nothing is committed and nobody answered.
+    RolledBack,
+}
+
+/// One run over `units` in one transaction; with `isolated`, each in a savepoint of its own.
+async fn pass(
+    conn: &mut AnyConnection,
+    units: &mut [Unit],
+    isolated: bool,
+) -> Result<Pass, sqlx::Error> {
     // IMMEDIATE: the write lock is taken now, so a unit that reads before it writes cannot
     // meet a snapshot another connection's commit made stale.
-    let mut tx = match conn.begin_with("BEGIN IMMEDIATE").await {
-        Ok(tx) => tx,
-        Err(e) => {
-            fail(units, &e.to_string());
-            return Err(e);
+    let mut tx = conn.begin_with("BEGIN IMMEDIATE").await?;
+    let alone = units.len() == 1;
+    let mut answers: Vec<Answer> = Vec::with_capacity(units.len());
+    for unit in units.iter_mut() {
+        if !isolated {
+            let (ok, answer) = run_unit(unit, &mut tx).await;
+            if ok {
+                answers.push(answer);
+                continue;
+            }
+            tx.rollback().await?;
+            if alone {
+                // The unit's own error is its answer.
+                answer(Ok(()));
+                return Ok(Pass::Answered);
+            }
+            return Ok(Pass::RolledBack);
         }
-    };
-    let mut answers: Vec<Box<dyn FnOnce(Result<(), String>) + Send>> =
-        Vec::with_capacity(units.len());
-    for unit in units {
         let mut savepoint = match (&mut tx).begin().await {
             Ok(s) => s,
             Err(e) => {
@@ -176,19 +231,7 @@ async fn group(conn: &mut AnyConnection, units: Vec<Unit>) -> Result<(), sqlx::E
                 return Err(e);
             }
         };
-        // A unit that panics is a failed unit, not a dead writer: every later write of the
-        // gateway goes through this task. Its caller reads the dropped reply as a failure.
-        let ran = AssertUnwindSafe((unit.work)(&mut *savepoint))
-            .catch_unwind()
-            .await;
-        let (ok, answer) = match ran {
-            Ok(ran) => ran,
-            Err(_) => {
-                tracing::error!("a group commit unit panicked; its writes are rolled back");
-                let dropped: Box<dyn FnOnce(Result<(), String>) + Send> = Box::new(|_| {});
-                (false, dropped)
-            }
-        };
+        let (ok, answer) = run_unit(unit, &mut savepoint).await;
         let kept = if ok {
             savepoint.commit().await
         } else {
@@ -208,13 +251,25 @@ async fn group(conn: &mut AnyConnection, units: Vec<Unit>) -> Result<(), sqlx::E
     for answer in answers {
         answer(outcome.clone());
     }
-    committed
+    committed.map(|_| Pass::Answered)
+}
+
+/// Runs one unit. A unit that panics is a failed unit, not a dead writer: every later write of
+/// the gateway goes through this thread. Its caller reads the dropped reply as a failure.
+async fn run_unit(unit: &mut Unit, conn: &mut AnyConnection) -> Ran {
+    match AssertUnwindSafe((unit.work)(conn)).catch_unwind().await {
+        Ok(ran) => ran,
+        Err(_) => {
+            tracing::error!("a group commit unit panicked; its writes are rolled back");
+            (false, Box::new(|_| {}))
+        }
+    }
 }
 
 /// Pins a closure to the writer's unit signature (a future borrowing the connection).
-fn unit_of<F>(f: F) -> F
+fn work_of<F>(f: F) -> F
 where
-    F: for<'c> FnOnce(&'c mut AnyConnection) -> BoxFuture<'c, Ran>,
+    F: for<'c> FnMut(&'c mut AnyConnection) -> BoxFuture<'c, Ran>,
 {
     f
 }
@@ -234,11 +289,14 @@ fn fail(units: Vec<Unit>, reason: &str) {
 impl Store {
     /// Runs `unit` in a transaction and returns its result once that transaction is committed
     /// and on disk (on SQLite, with other requests' units in one group commit). An `Err` from
-    /// `unit` rolls back its writes only.
+    /// `unit` rolls back its writes only. `unit` may run more than once (a clone each time):
+    /// when another unit of its group fails, the group's writes are rolled back and run again,
+    /// and only the run that commits is answered.
     pub async fn write<T, F>(&self, unit: F) -> Result<T, StoreError>
     where
         T: Send + 'static,
         F: for<'c> FnOnce(&'c mut AnyConnection) -> BoxFuture<'c, Result<T, StoreError>>
+            + Clone
             + Send
             + 'static,
     {
@@ -250,6 +308,7 @@ impl Store {
     where
         T: Send + 'static,
         F: for<'c> FnOnce(&'c mut AnyConnection) -> BoxFuture<'c, Result<T, StoreError>>
+            + Clone
             + Send
             + 'static,
     {
@@ -266,18 +325,23 @@ impl Store {
         };
         debug_assert_eq!(self.backend, Backend::Sqlite);
         let (reply, answer) = oneshot::channel::<Result<T, StoreError>>();
-        let work: Work = Box::new(unit_of(move |conn| {
+        // Taken by the answer of the run that counts; a run rolled back with its group is
+        // never answered.
+        let reply = Arc::new(Mutex::new(Some(reply)));
+        let work: Work = Box::new(work_of(move |conn| {
+            let (unit, reply) = (unit.clone(), reply.clone());
             Box::pin(async move {
                 let result = unit(conn).await;
                 let ok = result.is_ok();
-                let answer: Box<dyn FnOnce(Result<(), String>) + Send> =
-                    Box::new(move |commit: Result<(), String>| {
+                let answer: Answer = Box::new(move |commit: Result<(), String>| {
+                    if let Some(reply) = reply.lock().take() {
                         let _ = reply.send(match (result, commit) {
                             (Ok(value), Ok(())) => Ok(value),
                             (Ok(_), Err(e)) => Err(commit_failed(e)),
                             (Err(e), _) => Err(e),
                         });
-                    });
+                    }
+                });
                 (ok, answer)
             })
         }));
@@ -312,6 +376,16 @@ mod tests {
     async fn sqlite(dir: &tempfile::TempDir, query: &str) -> Store {
         let url = format!("sqlite://{}/t.db{query}", dir.path().display());
         Store::connect(&url).await.unwrap()
+    }
+
+    /// A store with a table `t (v INTEGER)` to write to.
+    async fn with_table(dir: &tempfile::TempDir) -> Store {
+        let store = sqlite(dir, "").await;
+        sqlx::query("CREATE TABLE t (v INTEGER)")
+            .execute(store.pool())
+            .await
+            .unwrap();
+        store
     }
 
     #[tokio::test]
@@ -351,14 +425,54 @@ mod tests {
         assert_eq!(level_seen(&store, Durability::Deferred).await, 1);
     }
 
+    /// Units run at once land in shared groups: the failing ones leave nothing, every other
+    /// one is committed exactly once, although its group was rolled back and run again.
+    #[tokio::test]
+    async fn a_failing_unit_takes_only_its_own_writes_with_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = with_table(&dir).await;
+        let runs = (0..64i64).map(|v| {
+            let store = store.clone();
+            tokio::spawn(async move {
+                store
+                    .write(move |conn| {
+                        Box::pin(async move {
+                            sqlx::query("INSERT INTO t (v) VALUES ($1)")
+                                .bind(v)
+                                .execute(&mut *conn)
+                                .await?;
+                            if v % 5 == 0 {
+                                return Err(StoreError::Corrupt(format!("unit {v} fails")));
+                            }
+                            Ok(v)
+                        })
+                    })
+                    .await
+            })
+        });
+        for (v, run) in futures::future::join_all(runs)
+            .await
+            .into_iter()
+            .enumerate()
+        {
+            match run.unwrap() {
+                Ok(got) => assert_eq!(got, v as i64),
+                Err(StoreError::Corrupt(why)) => assert_eq!(why, format!("unit {v} fails")),
+                Err(other) => panic!("unit {v}: {other}"),
+            }
+        }
+        let values: Vec<i64> = sqlx::query_scalar("SELECT v FROM t ORDER BY v")
+            .fetch_all(store.pool())
+            .await
+            .unwrap();
+        let expected: Vec<i64> = (0..64).filter(|v| v % 5 != 0).collect();
+        assert_eq!(values, expected);
+    }
+
     #[tokio::test]
     async fn a_panicking_unit_is_rolled_back_and_the_writer_goes_on() {
         let dir = tempfile::tempdir().unwrap();
-        let store = sqlite(&dir, "").await;
-        sqlx::query("CREATE TABLE t (v INTEGER)")
-            .execute(store.pool())
-            .await
-            .unwrap();
+        let store = with_table(&dir).await;
         let panicked = store
             .write(|conn| {
                 Box::pin(async move {

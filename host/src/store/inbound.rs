@@ -24,33 +24,41 @@ const COLUMNS: &str =
     "id, credential_id, received_at, method, path, query, headers, body, attempts";
 
 impl Store {
-    /// Stores a notification, leased to the caller who processes it right away.
+    /// Stores a notification, leased to the caller who processes it right away. Durable: the
+    /// PSP hears 200 only once it is on disk.
     pub async fn insert_notification(
         &self,
         n: &NotificationRecord,
         lease_ms: i64,
     ) -> Result<(), StoreError> {
-        sqlx::query(
-            "INSERT INTO inbound_notifications (id, credential_id, received_at, method, path, \
-             query, headers, body, status, attempts, lease_until) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'received', 1, $9)",
-        )
-        .bind(&n.id)
-        .bind(&n.credential_id)
-        .bind(n.received_at)
-        .bind(&n.method)
-        .bind(&n.path)
-        .bind(&n.query)
-        .bind(serde_json::to_string(&n.headers).expect("strings serialise"))
-        .bind(STANDARD.encode(&n.body))
-        .bind(n.received_at + lease_ms)
-        .execute(self.pool())
-        .await?;
-        Ok(())
+        let n = n.clone();
+        self.write(move |conn| {
+            Box::pin(async move {
+                sqlx::query(
+                    "INSERT INTO inbound_notifications (id, credential_id, received_at, method, \
+                     path, query, headers, body, status, attempts, lease_until) \
+                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'received', 1, $9)",
+                )
+                .bind(&n.id)
+                .bind(&n.credential_id)
+                .bind(n.received_at)
+                .bind(&n.method)
+                .bind(&n.path)
+                .bind(&n.query)
+                .bind(serde_json::to_string(&n.headers).expect("strings serialise"))
+                .bind(STANDARD.encode(&n.body))
+                .bind(n.received_at + lease_ms)
+                .execute(&mut *conn)
+                .await?;
+                Ok(())
+            })
+        })
+        .await
     }
 
     /// Records how processing ended: `processed`, `rejected` (not authentic or not
-    /// understood; never retried) or `received` again with a later lease (retry).
+    /// understood; never retried) or `received` again with a later lease (retry). Deferred: a
+    /// lost outcome leaves the notification to be processed again, which finds nothing to do.
     pub async fn finish_notification(
         &self,
         id: &str,
@@ -58,19 +66,25 @@ impl Store {
         outcome: &str,
         retry_at: Option<i64>,
     ) -> Result<(), StoreError> {
-        sqlx::query(
-            "UPDATE inbound_notifications SET status = $1, outcome = $2, \
-             processed_at = CASE WHEN $1 = 'received' THEN NULL ELSE $3 END, \
-             lease_until = $4 WHERE id = $5",
-        )
-        .bind(status)
-        .bind(outcome)
-        .bind(now_ms())
-        .bind(retry_at.unwrap_or(0))
-        .bind(id)
-        .execute(self.pool())
-        .await?;
-        Ok(())
+        let (id, status, outcome) = (id.to_owned(), status.to_owned(), outcome.to_owned());
+        self.write_with(super::Durability::Deferred, move |conn| {
+            Box::pin(async move {
+                sqlx::query(
+                    "UPDATE inbound_notifications SET status = $1, outcome = $2, \
+                     processed_at = CASE WHEN $1 = 'received' THEN NULL ELSE $3 END, \
+                     lease_until = $4 WHERE id = $5",
+                )
+                .bind(&status)
+                .bind(&outcome)
+                .bind(now_ms())
+                .bind(retry_at.unwrap_or(0))
+                .bind(&id)
+                .execute(&mut *conn)
+                .await?;
+                Ok(())
+            })
+        })
+        .await
     }
 
     /// Notifications left unprocessed (their processor died or asked for a retry), leased.
@@ -81,19 +95,19 @@ impl Store {
     ) -> Result<Vec<NotificationRecord>, StoreError> {
         let now = now_ms();
         let owner = super::lease_owner();
-        sqlx::query(
+        self.take_leases(
             "UPDATE inbound_notifications SET lease_until = $1, lease_owner = $2, \
              attempts = attempts + 1 \
              WHERE id IN (SELECT id FROM inbound_notifications \
                           WHERE status = 'received' AND lease_until < $3 \
                           ORDER BY received_at LIMIT $4) \
-               AND status = 'received' AND lease_until < $3",
+               AND status = 'received' AND lease_until < $3"
+                .to_owned(),
+            &owner,
+            now,
+            lease_ms,
+            limit,
         )
-        .bind(now + lease_ms)
-        .bind(&owner)
-        .bind(now)
-        .bind(limit)
-        .execute(self.pool())
         .await?;
         let rows = sqlx::query(&format!(
             "SELECT {COLUMNS} FROM inbound_notifications \

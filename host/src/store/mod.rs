@@ -158,7 +158,9 @@ impl Store {
             .await
             .map_err(StoreError::Connect)?;
         let writer = (backend == Backend::Sqlite && !in_memory)
-            .then(|| group_commit::Writer::start(pool.clone()));
+            .then(|| group_commit::Writer::start(pool.clone()))
+            .transpose()
+            .map_err(|e| StoreError::Connect(sqlx::Error::Io(e)))?;
         Ok(Store {
             pool,
             backend,
@@ -234,6 +236,36 @@ pub fn redact_url(url: &str) -> String {
 /// A fresh owner tag for rows leased by one claim (deliveries, notifications, checks).
 fn lease_owner() -> String {
     uuid::Uuid::new_v4().simple().to_string()
+}
+
+impl Store {
+    /// Runs a claim's lease-taking `UPDATE` (`$1` the lease's end, `$2` its owner, `$3` now,
+    /// `$4` the most rows) through the writer: a pool write would sleep in SQLite's busy
+    /// handler while the charge path writes. Deferred: a lease lost in a crash lapses with the
+    /// process that held it, and another claimer takes the rows sooner.
+    async fn take_leases(
+        &self,
+        update: String,
+        owner: &str,
+        now: i64,
+        lease_ms: i64,
+        limit: i64,
+    ) -> Result<(), StoreError> {
+        let owner = owner.to_owned();
+        self.write_with(Durability::Deferred, move |conn| {
+            Box::pin(async move {
+                sqlx::query(&update)
+                    .bind(now + lease_ms)
+                    .bind(&owner)
+                    .bind(now)
+                    .bind(limit)
+                    .execute(&mut *conn)
+                    .await?;
+                Ok(())
+            })
+        })
+        .await
+    }
 }
 
 /// A stored `environment` column.
