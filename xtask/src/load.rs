@@ -109,7 +109,85 @@ struct Run {
     elapsed: Duration,
     first_error: Option<String>,
     rss_peak_kib: Option<u64>,
+    /// Cores used during the run: the gateway's (none for the direct run), the simulator's and
+    /// this load generator's, read from `/proc`.
+    cores: Cores,
     swap: Option<Swap>,
+}
+
+#[derive(Default, Clone, Copy)]
+struct Cores {
+    gateway: Option<f64>,
+    simulator: Option<f64>,
+    generator: Option<f64>,
+}
+
+/// CPU time used so far by the processes whose cores a run reports.
+struct CpuClock {
+    at: Instant,
+    gateway: Option<(u32, u64)>,
+    simulator: Option<(u32, u64)>,
+    generator: Option<u64>,
+}
+
+impl CpuClock {
+    /// Starts counting for `gateway` (the gateway's pid, or `None`) and the simulator started
+    /// beside `sibling_of` (a pid whose parent also started the simulator).
+    fn start(gateway: Option<u32>, sibling_of: u32) -> CpuClock {
+        let simulator = simulator_pid(sibling_of);
+        CpuClock {
+            at: Instant::now(),
+            gateway: gateway.and_then(|pid| Some((pid, cpu_ticks(pid)?))),
+            simulator: simulator.and_then(|pid| Some((pid, cpu_ticks(pid)?))),
+            generator: cpu_ticks(std::process::id()),
+        }
+    }
+
+    fn read(&self) -> Cores {
+        let seconds = self.at.elapsed().as_secs_f64();
+        // `/proc` counts in USER_HZ, 100 a second on Linux.
+        let cores = |before: u64, now: Option<u64>| {
+            now.map(|now| now.saturating_sub(before) as f64 / 100.0 / seconds)
+        };
+        Cores {
+            gateway: self.gateway.and_then(|(pid, t)| cores(t, cpu_ticks(pid))),
+            simulator: self.simulator.and_then(|(pid, t)| cores(t, cpu_ticks(pid))),
+            generator: self
+                .generator
+                .and_then(|t| cores(t, cpu_ticks(std::process::id()))),
+        }
+    }
+}
+
+/// User and system CPU time of a process so far, in clock ticks.
+fn cpu_ticks(pid: u32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // Fields after the command name, which may hold spaces and ends with the last ')'.
+    let fields: Vec<&str> = stat[stat.rfind(')')? + 2..].split_whitespace().collect();
+    Some(fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?)
+}
+
+/// The `psp-sim` process started by the parent of `sibling`.
+fn simulator_pid(sibling: u32) -> Option<u32> {
+    let parent_of = |pid: &str| -> Option<(String, String)> {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+        let name = stat[stat.find('(')? + 1..stat.rfind(')')?].to_owned();
+        let parent = stat[stat.rfind(')')? + 2..]
+            .split_whitespace()
+            .nth(1)?
+            .to_owned();
+        Some((name, parent))
+    };
+    let (_, parent) = parent_of(&sibling.to_string())?;
+    std::fs::read_dir("/proc").ok()?.find_map(|entry| {
+        let pid = entry.ok()?.file_name().into_string().ok()?;
+        let (name, their_parent) = parent_of(&pid)?;
+        if name == "psp-sim" && their_parent == parent {
+            pid.parse().ok()
+        } else {
+            None
+        }
+    })
 }
 
 /// The hot swap of one run.
@@ -186,12 +264,15 @@ pub fn load(args: &[String]) -> anyhow::Result<()> {
             let target = rt.block_on(Direct::new(&info))?;
             let target = Target::Direct(target);
             eprintln!("xtask: {} s straight at the simulator", s.seconds);
-            runs.push(rt.block_on(drive(
+            let clock = CpuClock::start(None, pid);
+            let mut run = rt.block_on(drive(
                 "simulator (direct)".into(),
                 Arc::new(target),
                 &s,
                 None,
-            )));
+            ));
+            run.cores = clock.read();
+            runs.push(run);
         }
         let gateway = Gateway {
             client: reqwest::Client::builder()
@@ -217,12 +298,14 @@ pub fn load(args: &[String]) -> anyhow::Result<()> {
             file: plugin_dir.join("efi.wasm"),
             after: Duration::from_secs(s.seconds) / 2,
         };
+        let clock = CpuClock::start(Some(pid), pid);
         let mut run = rt.block_on(drive(
             format!("gateway {}", backend.name()),
             Arc::new(Target::Gateway(gateway)),
             &s,
             Some(swap),
         ));
+        run.cores = clock.read();
         run.rss_peak_kib = rss_peak_kib(pid);
         runs.push(run);
         drop(demo);
@@ -241,8 +324,16 @@ pub fn load(args: &[String]) -> anyhow::Result<()> {
         std::thread::available_parallelism().map_or(0, |n| n.get()),
     );
     println!(
-        "{:<24} {:>10} {:>9} {:>9} {:>9} {:>9} {:>7} {:>10}",
-        "run", "charges/s", "p50 ms", "p90 ms", "p99 ms", "max ms", "errors", "RSS peak"
+        "{:<24} {:>10} {:>9} {:>9} {:>9} {:>9} {:>7} {:>10} {:>24}",
+        "run",
+        "charges/s",
+        "p50 ms",
+        "p90 ms",
+        "p99 ms",
+        "max ms",
+        "errors",
+        "RSS peak",
+        "cores gateway/sim/load"
     );
     let mut swap_failures = 0;
     for run in &runs {
@@ -253,8 +344,15 @@ pub fn load(args: &[String]) -> anyhow::Result<()> {
             ok.get(((ok.len() as f64 * p) as usize).min(ok.len().saturating_sub(1)))
                 .map_or(f64::NAN, |d| d.as_secs_f64() * 1000.0)
         };
+        let cores = |c: Option<f64>| c.map_or("-".to_owned(), |c| format!("{c:.2}"));
+        let cores = format!(
+            "{}/{}/{}",
+            cores(run.cores.gateway),
+            cores(run.cores.simulator),
+            cores(run.cores.generator)
+        );
         println!(
-            "{:<24} {:>10.0} {:>9.2} {:>9.2} {:>9.2} {:>9.2} {:>7} {:>10}",
+            "{:<24} {:>10.0} {:>9.2} {:>9.2} {:>9.2} {:>9.2} {:>7} {:>10} {:>24}",
             run.label,
             ok.len() as f64 / run.elapsed.as_secs_f64(),
             pct(0.50),
@@ -264,6 +362,7 @@ pub fn load(args: &[String]) -> anyhow::Result<()> {
             errors,
             run.rss_peak_kib
                 .map_or("-".into(), |k| format!("{:.1} MB", k as f64 / 1024.0)),
+            cores,
         );
     }
     println!();
@@ -544,6 +643,7 @@ async fn drive(label: String, target: Arc<Target>, s: &Settings, swap: Option<Sw
         elapsed,
         first_error,
         rss_peak_kib: None,
+        cores: Cores::default(),
         swap,
     }
 }

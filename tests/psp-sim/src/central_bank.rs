@@ -406,9 +406,28 @@ struct Webhook {
 #[derive(Default)]
 struct Store {
     tokens: HashMap<String, Token>,
+    /// In creation order (listings); [`Store::cob`] finds one by txid.
     cobs: Vec<Cob>,
+    /// Each txid's place in `cobs`: a load run creates tens of thousands, and a scan per
+    /// request made the simulator the slowest part of the run.
+    by_txid: HashMap<String, usize>,
     next_loc: u64,
     webhooks: BTreeMap<String, Webhook>,
+}
+
+impl Store {
+    fn cob(&self, txid: &str) -> Option<&Cob> {
+        self.by_txid.get(txid).map(|&i| &self.cobs[i])
+    }
+
+    fn cob_mut(&mut self, txid: &str) -> Option<&mut Cob> {
+        self.by_txid.get(txid).map(|&i| &mut self.cobs[i])
+    }
+
+    fn insert(&mut self, cob: Cob) {
+        self.by_txid.insert(cob.txid.clone(), self.cobs.len());
+        self.cobs.push(cob);
+    }
 }
 
 /// Which of a PSP's two environments a host serves. Each has its own hosts, accounts, tokens,
@@ -500,14 +519,14 @@ impl Host {
         }))
     }
 
-    fn find<'a>(cobs: &'a mut [Cob], sel: &ChargeSelector) -> Result<&'a mut Cob, ControlError> {
+    fn find<'a>(store: &'a mut Store, sel: &ChargeSelector) -> Result<&'a mut Cob, ControlError> {
         let txid = sel
             .psp_id
             .as_deref()
             .or(sel.reference.as_deref())
             .ok_or_else(|| ControlError::BadRequest("give `reference` or `psp_id`".into()))?;
-        cobs.iter_mut()
-            .find(|c| c.txid == txid)
+        store
+            .cob_mut(txid)
             .ok_or_else(|| ControlError::NotFound(format!("no charge with txid {txid}")))
     }
 
@@ -1107,7 +1126,7 @@ async fn create_cob(
             return Err(ApiError::invalid(name, message).at("chave"));
         }
         let mut store = cb.store.lock();
-        if store.cobs.iter().any(|c| c.txid == txid) {
+        if store.cob(&txid).is_some() {
             return Err(ApiError::new(
                 cb.params.duplicate_status,
                 "txid_duplicado",
@@ -1149,7 +1168,7 @@ async fn create_cob(
             expired: false,
         };
         let json = cb.cob_json(&cob, true);
-        store.cobs.push(cob);
+        store.insert(cob);
         Ok(json)
     })();
     match result {
@@ -1176,7 +1195,7 @@ async fn get_cob(
         return cb.fail(err);
     }
     let store = cb.store.lock();
-    match store.cobs.iter().find(|c| c.txid == txid) {
+    match store.cob(&txid) {
         Some(cob) => axum::Json(cb.cob_json(cob, false)).into_response(),
         None => cb.fail(ApiError::cob_not_found()),
     }
@@ -1206,11 +1225,7 @@ async fn patch_cob(
             .at("status"));
         }
         let mut store = cb.store.lock();
-        let cob = store
-            .cobs
-            .iter_mut()
-            .find(|c| c.txid == txid)
-            .ok_or_else(ApiError::cob_not_found)?;
+        let cob = store.cob_mut(&txid).ok_or_else(ApiError::cob_not_found)?;
         if cob.status != CobStatus::Ativa {
             return Err(ApiError::invalid(
                 "cobranca_nao_ativa",
@@ -1587,7 +1602,7 @@ impl Host {
         info_pagador: Option<String>,
     ) -> Result<Payment, ControlError> {
         let mut store = self.store.lock();
-        let cob = Self::find(&mut store.cobs, sel)?;
+        let cob = Self::find(&mut store, sel)?;
         if cob.status != CobStatus::Ativa {
             return Err(ControlError::Conflict(format!(
                 "charge {} is {}, not ATIVA",
@@ -1640,7 +1655,7 @@ impl Host {
 
     fn expire(&self, sel: &ChargeSelector) -> Result<Value, ControlError> {
         let mut store = self.store.lock();
-        let cob = Self::find(&mut store.cobs, sel)?;
+        let cob = Self::find(&mut store, sel)?;
         if cob.status != CobStatus::Ativa {
             return Err(ControlError::Conflict(format!(
                 "charge {} is {}, not ATIVA",

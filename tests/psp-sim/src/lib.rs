@@ -315,8 +315,14 @@ impl Common {
 
     /// Notes on a logged request what happened instead of a normal answer.
     pub fn mark_request(&self, id: RequestId, outcome: &str) {
-        if let Some(r) = self.requests.lock().iter_mut().find(|r| r.id == id.0) {
-            r.outcome = Some(outcome.to_string());
+        self.with_request(id.0, |r| r.outcome = Some(outcome.to_string()));
+    }
+
+    /// Changes the logged request `id`. Searched from the newest: a request in flight is among
+    /// the last few logged, and the log of a load run holds tens of thousands.
+    fn with_request(&self, id: u64, change: impl FnOnce(&mut RequestRecord)) {
+        if let Some(r) = self.requests.lock().iter_mut().rev().find(|r| r.id == id) {
+            change(r);
         }
     }
 }
@@ -511,9 +517,7 @@ async fn psp_middleware(
         None => next.run(req).await,
     };
     let status = response.status().as_u16();
-    if let Some(r) = common.requests.lock().iter_mut().find(|r| r.id == id) {
-        r.status = Some(status);
-    }
+    common.with_request(id, |r| r.status = Some(status));
     response
 }
 
