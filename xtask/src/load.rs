@@ -161,33 +161,34 @@ impl CpuClock {
 
 /// User and system CPU time of a process so far, in clock ticks.
 fn cpu_ticks(pid: u32) -> Option<u64> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // Fields after the command name, which may hold spaces and ends with the last ')'.
-    let fields: Vec<&str> = stat[stat.rfind(')')? + 2..].split_whitespace().collect();
+    let (_, fields) = proc_stat(&pid.to_string())?;
     Some(fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?)
 }
 
 /// The `psp-sim` process started by the parent of `sibling`.
 fn simulator_pid(sibling: u32) -> Option<u32> {
-    let parent_of = |pid: &str| -> Option<(String, String)> {
-        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-        let name = stat[stat.find('(')? + 1..stat.rfind(')')?].to_owned();
-        let parent = stat[stat.rfind(')')? + 2..]
-            .split_whitespace()
-            .nth(1)?
-            .to_owned();
-        Some((name, parent))
-    };
-    let (_, parent) = parent_of(&sibling.to_string())?;
+    let parent = proc_stat(&sibling.to_string())?.1.get(1)?.clone();
     std::fs::read_dir("/proc").ok()?.find_map(|entry| {
         let pid = entry.ok()?.file_name().into_string().ok()?;
-        let (name, their_parent) = parent_of(&pid)?;
-        if name == "psp-sim" && their_parent == parent {
+        let (name, fields) = proc_stat(&pid)?;
+        if name == "psp-sim" && fields.get(1) == Some(&parent) {
             pid.parse().ok()
         } else {
             None
         }
     })
+}
+
+/// A process's name and the fields of `/proc/<pid>/stat` after it (state, parent, …); the
+/// name may hold spaces and ends at the last `)`.
+fn proc_stat(pid: &str) -> Option<(String, Vec<String>)> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let (open, close) = (stat.find('(')?, stat.rfind(')')?);
+    let fields = stat[close + 2..]
+        .split_whitespace()
+        .map(str::to_owned)
+        .collect();
+    Some((stat[open + 1..close].to_owned(), fields))
 }
 
 /// The hot swap of one run.
