@@ -63,7 +63,7 @@ impl Breaker {
         if unavailable {
             entry.0 += 1;
             if entry.0 >= self.config.threshold {
-                opened = !entry.1.is_some_and(|until| Instant::now() < until);
+                opened = entry.1.is_none_or(|until| Instant::now() >= until);
                 entry.1 = Some(Instant::now() + self.config.cooldown);
                 tracing::warn!(credential = %credential.id, provider = %credential.provider,
                     failures = entry.0, cooldown = ?self.config.cooldown, "circuit open: skipping this PSP");

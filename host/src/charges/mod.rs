@@ -807,10 +807,7 @@ impl Service {
                     kind
                 };
                 crate::webhooks::event_for(c, kind)
-            })
-                as std::sync::Arc<
-                    dyn Fn(&ChargeRecord) -> crate::store::events::EventRecord + Send + Sync,
-                >
+            }) as crate::store::events::Emit
         });
         let moved = self
             .store

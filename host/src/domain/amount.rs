@@ -80,7 +80,7 @@ impl Amount {
         };
         // What is left of the mark: digits, in groups of three when separated.
         let groups: Vec<&str> = whole.split(['.', ',']).collect();
-        if groups[0].is_empty() && whole.len() > 0
+        if groups[0].is_empty() && !whole.is_empty()
             || groups.len() > 1 && (groups[0].len() > 3 || groups[1..].iter().any(|g| g.len() != 3))
         {
             return Err(invalid());

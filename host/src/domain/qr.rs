@@ -504,7 +504,7 @@ mod tests {
                         seed ^= seed << 13;
                         seed ^= seed >> 7;
                         seed ^= seed << 17;
-                        seed % density == 0
+                        seed.is_multiple_of(density)
                     })
                     .collect();
                 let symbol = Symbol {

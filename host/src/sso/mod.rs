@@ -256,7 +256,7 @@ pub fn role_for(
     config
         .role_mapping
         .iter()
-        .find(|rule| values.iter().any(|v| *v == rule.value))
+        .find(|rule| values.contains(&rule.value))
         .map_or(config.default_role, |rule| rule.role)
 }
 

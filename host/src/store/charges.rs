@@ -343,7 +343,7 @@ impl Store {
         to: ChargeState,
         update: PspUpdate,
         attempt: Option<super::routing::AttemptRecord>,
-        emit: Option<std::sync::Arc<dyn Fn(&ChargeRecord) -> EventRecord + Send + Sync>>,
+        emit: Option<super::events::Emit>,
         durability: super::Durability,
     ) -> Result<Option<ChargeRecord>, StoreError> {
         self.write_with(durability, move |conn| {

@@ -22,6 +22,10 @@ use sqlx::Row;
 use super::{Columns, Durability, Store, StoreError, now_ms};
 use crate::domain::Environment;
 
+/// Makes the event a charge's move reports, from the charge as moved (in the move's
+/// transaction: [`Store::transition_charge_with`]).
+pub type Emit = std::sync::Arc<dyn Fn(&super::charges::ChargeRecord) -> EventRecord + Send + Sync>;
+
 #[derive(Debug, Clone)]
 pub struct EventRecord {
     pub id: String,
