@@ -380,10 +380,7 @@ pub fn provider_names(app: &App) -> Vec<(String, String)> {
         .providers()
         .into_iter()
         .map(|id| {
-            let name = app
-                .runtime
-                .adapter(&id)
-                .map_or_else(|| id.clone(), |a| a.manifest().display_name.clone());
+            let name = app.runtime.display_name(&id);
             (id, name)
         })
         .collect();

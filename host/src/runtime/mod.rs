@@ -159,6 +159,15 @@ impl Runtime {
         })
     }
 
+    /// The name people know `provider` by (its manifest's), or its id when no adapter serves
+    /// it now.
+    pub fn display_name(self: &Arc<Self>, provider: &str) -> String {
+        self.adapter(provider).map_or_else(
+            || provider.to_owned(),
+            |a| a.manifest().display_name.clone(),
+        )
+    }
+
     pub fn providers(&self) -> Vec<String> {
         self.registry.ids()
     }

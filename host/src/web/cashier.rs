@@ -127,14 +127,6 @@ impl CashierPage {
     }
 }
 
-/// A PSP's display name, from its adapter's manifest; its id when the adapter is not loaded.
-fn psp_name(app: &App, provider: &str) -> String {
-    app.runtime
-        .adapter(provider)
-        .map(|a| a.manifest().display_name.clone())
-        .unwrap_or_else(|| provider.to_owned())
-}
-
 /// The PSPs of the merchant's active credentials in the viewer's environment, in routing
 /// order, with `random` first when there are several.
 async fn providers(app: &App, viewer: &Viewer) -> Result<Vec<ProviderOption>, WebError> {
@@ -154,7 +146,7 @@ async fn providers(app: &App, viewer: &Viewer) -> Result<Vec<ProviderOption>, We
     let mut options: Vec<ProviderOption> = seen
         .into_iter()
         .map(|id| ProviderOption {
-            label: psp_name(app, &id),
+            label: app.runtime.display_name(&id),
             value: id,
         })
         .collect();
@@ -314,7 +306,7 @@ async fn create(
             }
             // The PSP tried last (`random`), else the one chosen.
             let psp = match &e.body.provider {
-                Some(provider) => psp_name(&app, provider),
+                Some(provider) => app.runtime.display_name(provider),
                 None => choice.label.clone(),
             };
             refuse(FormError::refused(super::refusals::for_merchant(
@@ -535,7 +527,7 @@ async fn cancel(
             let refusal = super::refusals::for_merchant(
                 viewer.lang,
                 &e,
-                &psp_name(&app, &charge.provider),
+                &app.runtime.display_name(&charge.provider),
                 caller.environment,
                 Doing::Cancel,
             );

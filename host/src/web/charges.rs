@@ -177,13 +177,6 @@ const LISTED: [ChargeState; 6] = [
     ChargeState::Failed,
 ];
 
-/// A PSP's display name, or its id when no adapter serves it now.
-fn provider_name(app: &App, id: &str) -> String {
-    app.runtime
-        .adapter(id)
-        .map_or_else(|| id.to_owned(), |a| a.manifest().display_name.clone())
-}
-
 /// The adapters the gateway serves, as (id, display name), by name.
 fn providers(app: &App) -> Vec<(String, String)> {
     let mut list: Vec<(String, String)> = app
@@ -191,7 +184,7 @@ fn providers(app: &App) -> Vec<(String, String)> {
         .providers()
         .into_iter()
         .map(|id| {
-            let name = provider_name(app, &id);
+            let name = app.runtime.display_name(&id);
             (id, name)
         })
         .collect();
@@ -498,7 +491,7 @@ pub(super) async fn detail_page(
         can_view_evidence,
         evidence,
         evidence_error: None,
-        provider_name: provider_name(app, &charge.provider),
+        provider_name: app.runtime.display_name(&charge.provider),
         metadata,
         attempts: store.charge_attempts(charge.reference.as_str()).await?,
         events: views,

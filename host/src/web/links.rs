@@ -252,12 +252,7 @@ async fn providers(
         .map(|c| c.provider.as_str());
     for id in connected.chain([current]) {
         if !id.is_empty() && !options.iter().any(|(v, _)| v == id) {
-            let label = app
-                .runtime
-                .adapter(id)
-                .map(|a| a.manifest().display_name.clone())
-                .unwrap_or_else(|| id.to_owned());
-            options.push((id.to_owned(), label));
+            options.push((id.to_owned(), app.runtime.display_name(id)));
         }
     }
     Ok(options)
