@@ -177,9 +177,14 @@ struct ServeArgs {
     /// (or the restarted) gateway delivers within this long.
     #[arg(long, env = "PIXGW_WEBHOOK_LEASE", default_value = "10s", value_parser = config::parse_lease)]
     webhook_lease: std::time::Duration,
-    /// Webhook attempts this gateway runs at once (at most 4 to one endpoint).
-    #[arg(long, env = "PIXGW_WEBHOOK_CONCURRENCY", default_value_t = 32)]
+    /// Webhook attempts this gateway runs at once.
+    #[arg(long, env = "PIXGW_WEBHOOK_CONCURRENCY", default_value_t = 64)]
     webhook_concurrency: usize,
+    /// Webhook attempts in flight to one endpoint, from every gateway on the database together:
+    /// an endpoint that never answers holds this many attempts, and a fast one gets this many
+    /// at once.
+    #[arg(long, env = "PIXGW_WEBHOOK_PER_ENDPOINT", default_value_t = 16)]
+    webhook_per_endpoint: usize,
     /// Webhook endpoints a merchant may have per environment when its plan sets no limit.
     #[arg(long, env = "PIXGW_MAX_WEBHOOK_ENDPOINTS", default_value_t = 50)]
     max_webhook_endpoints: u64,
@@ -646,6 +651,7 @@ fn app_config(
             timeout: args.webhook_timeout,
             lease: args.webhook_lease,
             concurrency: args.webhook_concurrency.max(1),
+            per_endpoint: args.webhook_per_endpoint.max(1),
             max_endpoints: args.max_webhook_endpoints,
             poll_interval: args.worker_poll,
             destinations: config::DestinationPolicy {

@@ -10,6 +10,8 @@
 //! - `pixgw_charges_total{provider, status}`: charges reaching each status
 //! - `pixgw_psp_unavailable_total{provider}` and `pixgw_psp_circuits_opened_total{provider}`:
 //!   the router's view of PSP health
+//! - `pixgw_webhook_attempts_total{outcome}`: webhook attempts by what comes next: `delivered`,
+//!   `pending` (retried later) or `failed` (given up)
 //! - `pixgw_background_task_restarts_total{task, reason}`: a background loop that panicked
 //!   (`reason="panic"`) or returned, and was started again
 //!
@@ -108,6 +110,11 @@ pub fn psp_health(provider: &str, unavailable: bool, circuit_opened: bool) {
 pub fn task_restart(task: &'static str, reason: &'static str) {
     metrics::counter!("pixgw_background_task_restarts_total", "task" => task, "reason" => reason)
         .increment(1);
+}
+
+/// A webhook attempt ended: `delivered`, `pending` (to be retried) or `failed` (given up).
+pub fn webhook_attempt(outcome: &'static str) {
+    metrics::counter!("pixgw_webhook_attempts_total", "outcome" => outcome).increment(1);
 }
 
 /// A charge reached `status` (created ones reach `pending`).

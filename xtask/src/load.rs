@@ -13,7 +13,9 @@
 //! its own, dropped afterwards), `both` = sqlite + postgres (default), `all`); (c) halfway
 //! through each gateway run, a new version of `efi.wasm` (one more custom section) is renamed
 //! into the gateway's plugin directory, as an operator would, and `GET /v1/adapters` is
-//! polled until the new version serves. The table gives charges/s, p50/p90/p99/max, errors,
+//! polled until the new version serves. The table gives charges/s, the webhooks the gateway
+//! delivered per second meanwhile (each charge's `charge.created` goes to the demo's
+//! endpoint: the outbox keeps up only if the two match), p50/p90/p99/max, errors,
 //! the gateway's peak RSS (`VmHWM`), the swap's time to serve and the requests that failed
 //! while it happened (must be 0: the command fails otherwise).
 
@@ -113,6 +115,9 @@ struct Run {
     /// this load generator's, read from `/proc`.
     cores: Cores,
     swap: Option<Swap>,
+    /// Webhooks the gateway delivered per second during the run, from its `/metrics`: the
+    /// outbox keeps up only when this matches charges/s.
+    webhooks_per_s: Option<f64>,
 }
 
 #[derive(Default, Clone, Copy)]
@@ -300,6 +305,8 @@ pub fn load(args: &[String]) -> anyhow::Result<()> {
             after: Duration::from_secs(s.seconds) / 2,
         };
         let clock = CpuClock::start(Some(pid), pid);
+        let (metrics_url, client) = (format!("{}/metrics", gateway.url), gateway.client.clone());
+        let delivered_before = rt.block_on(webhooks_delivered(&client, &metrics_url))?;
         let mut run = rt.block_on(drive(
             format!("gateway {}", backend.name()),
             Arc::new(Target::Gateway(gateway)),
@@ -307,6 +314,8 @@ pub fn load(args: &[String]) -> anyhow::Result<()> {
             Some(swap),
         ));
         run.cores = clock.read();
+        let delivered = rt.block_on(webhooks_delivered(&client, &metrics_url))? - delivered_before;
+        run.webhooks_per_s = Some(delivered / run.elapsed.as_secs_f64());
         run.rss_peak_kib = rss_peak_kib(pid);
         runs.push(run);
         drop(demo);
@@ -325,9 +334,10 @@ pub fn load(args: &[String]) -> anyhow::Result<()> {
         std::thread::available_parallelism().map_or(0, |n| n.get()),
     );
     println!(
-        "{:<24} {:>10} {:>9} {:>9} {:>9} {:>9} {:>7} {:>10} {:>24}",
+        "{:<24} {:>10} {:>10} {:>9} {:>9} {:>9} {:>9} {:>7} {:>10} {:>24}",
         "run",
         "charges/s",
+        "webhooks/s",
         "p50 ms",
         "p90 ms",
         "p99 ms",
@@ -353,9 +363,10 @@ pub fn load(args: &[String]) -> anyhow::Result<()> {
             cores(run.cores.generator)
         );
         println!(
-            "{:<24} {:>10.0} {:>9.2} {:>9.2} {:>9.2} {:>9.2} {:>7} {:>10} {:>24}",
+            "{:<24} {:>10.0} {:>10} {:>9.2} {:>9.2} {:>9.2} {:>9.2} {:>7} {:>10} {:>24}",
             run.label,
             ok.len() as f64 / run.elapsed.as_secs_f64(),
+            run.webhooks_per_s.map_or("-".into(), |w| format!("{w:.0}")),
             pct(0.50),
             pct(0.90),
             pct(0.99),
@@ -646,7 +657,23 @@ async fn drive(label: String, target: Arc<Target>, s: &Settings, swap: Option<Sw
         rss_peak_kib: None,
         cores: Cores::default(),
         swap,
+        webhooks_per_s: None,
     }
+}
+
+/// `pixgw_webhook_attempts_total{outcome="delivered"}` from the gateway's `/metrics`.
+async fn webhooks_delivered(client: &reqwest::Client, url: &str) -> anyhow::Result<f64> {
+    let text = client
+        .get(url)
+        .send()
+        .await?
+        .error_for_status()?
+        .text()
+        .await?;
+    Ok(text
+        .lines()
+        .find_map(|l| l.strip_prefix("pixgw_webhook_attempts_total{outcome=\"delivered\"} "))
+        .map_or(Ok(0.0), |v| v.trim().parse())?)
 }
 
 /// Writes a new version of the adapter (one more custom section) into the plugin directory by

@@ -397,15 +397,9 @@ pub async fn create(
         }
     };
     let body = body.map_err(ApiError::internal)?;
-    if !app
-        .store
+    app.store
         .complete_idempotency_key(scope, &lock, status.as_u16(), &body, now_ms() + ttl)
-        .await?
-    {
-        // Cannot happen while the heartbeat held the lock; if the database lost it anyway, the
-        // request that took it over owns the answer.
-        tracing::warn!(key = %key, "an idempotency key's answer was not stored: its lock had passed to a retry");
-    }
+        .await?;
     Ok(json_response(status, body, false))
 }
 

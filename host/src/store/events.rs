@@ -17,6 +17,7 @@
 //! the lease then runs out and the delivery is sent again, which at-least-once delivery (event
 //! ids for receivers to deduplicate) already promises.
 
+use futures::future::BoxFuture;
 use sqlx::Row;
 
 use super::{Columns, Durability, Store, StoreError, now_ms};
@@ -76,8 +77,11 @@ pub struct DeliveryListing {
 pub struct DueDelivery {
     pub delivery: DeliveryRecord,
     pub payload: String,
+    /// The endpoint as read right after the claim: enabled then.
     pub endpoint: super::webhook_endpoints::EndpointRecord,
     pub lease: DeliveryLease,
+    /// When the endpoint was read.
+    pub checked_at: std::time::Instant,
 }
 
 /// The token of one claim: renewals and the attempt's record only apply while the row still
@@ -340,16 +344,27 @@ impl Store {
         .fetch_all(self.pool())
         .await?;
         let mut due = Vec::with_capacity(rows.len());
+        // One read per endpoint, not per row: a busy endpoint has many rows in a claim.
+        let mut endpoints = std::collections::HashMap::new();
         for row in &rows {
             let delivery = delivery_of(row)?;
-            let Some(endpoint) = self.webhook_endpoint_by_id(&delivery.endpoint_id).await? else {
+            if !endpoints.contains_key(&delivery.endpoint_id) {
+                let endpoint = self.webhook_endpoint_by_id(&delivery.endpoint_id).await?;
+                endpoints.insert(delivery.endpoint_id.clone(), endpoint);
+            }
+            // Disabled or deleted since the claim (deleting disables): its row is canceled.
+            let Some(endpoint) = endpoints[&delivery.endpoint_id]
+                .as_ref()
+                .filter(|e| e.status == "enabled")
+            else {
                 continue;
             };
             due.push(DueDelivery {
                 delivery,
                 payload: row.col("payload")?,
-                endpoint,
+                endpoint: endpoint.clone(),
                 lease: lease.clone(),
+                checked_at: std::time::Instant::now(),
             });
         }
         Ok(due)
@@ -395,52 +410,37 @@ impl Store {
         lease: &DeliveryLease,
         outcome: &AttemptOutcome,
     ) -> Result<bool, StoreError> {
-        let now = now_ms();
-        let attempt = delivery.attempts + 1;
-        let (delivery, owner, outcome) = (delivery.clone(), lease.0.clone(), outcome.clone());
-        self.write_with(Durability::Deferred, move |conn| {
-            Box::pin(async move {
-                // Every expression on the right reads the row as it was before this update.
-                let moved = sqlx::query(
-                    "UPDATE webhook_deliveries SET attempts = $1, \
-                     status = CASE WHEN status = 'pending' THEN $2 ELSE status END, \
-                     next_attempt_at = $3, lease_until = 0, last_status = $4, last_error = $5, \
-                     delivered_at = CASE WHEN status = 'pending' AND $2 = 'delivered' THEN $6 \
-                                         ELSE delivered_at END \
-                     WHERE id = $7 AND lease_owner = $8 AND attempts = $9 \
-                       AND status IN ('pending', 'canceled')",
-                )
-                .bind(attempt)
-                .bind(outcome.next_status)
-                .bind(outcome.next_attempt_at)
-                .bind(outcome.status_code.map(i64::from))
-                .bind(&outcome.error)
-                .bind(now)
-                .bind(&delivery.id)
-                .bind(&owner)
-                .bind(delivery.attempts)
-                .execute(&mut *conn)
-                .await?
-                .rows_affected();
-                if moved == 0 {
-                    return Ok(false);
-                }
-                sqlx::query(
-                    "INSERT INTO delivery_attempts (delivery_id, attempt, at, status_code, \
-                     latency_ms, error, response_excerpt) VALUES ($1, $2, $3, $4, $5, $6, $7)",
-                )
-                .bind(&delivery.id)
-                .bind(attempt)
-                .bind(now)
-                .bind(outcome.status_code.map(i64::from))
-                .bind(outcome.latency_ms)
-                .bind(&outcome.error)
-                .bind(&outcome.response_excerpt)
-                .execute(&mut *conn)
-                .await?;
-                Ok(true)
-            })
-        })
+        self.write_with(
+            Durability::Deferred,
+            record_attempt_on(delivery, lease, outcome),
+        )
+        .await
+    }
+
+    /// [`Store::record_attempt`] written behind ([`Store::write_behind`]): the worker's slot is
+    /// free at once, and its next claim, queued after this write, sees the lease released. A
+    /// lost lease is logged.
+    pub async fn record_attempt_behind(
+        &self,
+        delivery: &DeliveryRecord,
+        lease: &DeliveryLease,
+        outcome: &AttemptOutcome,
+    ) -> Result<(), StoreError> {
+        let record = record_attempt_on(delivery, lease, outcome);
+        let (event, attempt) = (delivery.event_id.clone(), delivery.attempts + 1);
+        self.write_behind(
+            Durability::Deferred,
+            "recording a webhook attempt",
+            move |conn| {
+                Box::pin(async move {
+                    if !record(conn).await? {
+                        tracing::info!(event = %event, attempt,
+                            "webhook attempt not recorded: the row was queued again or taken over meanwhile");
+                    }
+                    Ok(())
+                })
+            },
+        )
         .await
     }
 
@@ -517,4 +517,61 @@ fn delivery_of(r: &sqlx::any::AnyRow) -> Result<DeliveryRecord, StoreError> {
         created_at: r.col("created_at")?,
         delivered_at: r.col("delivered_at")?,
     })
+}
+
+/// The write of [`Store::record_attempt`].
+fn record_attempt_on(
+    delivery: &DeliveryRecord,
+    lease: &DeliveryLease,
+    outcome: &AttemptOutcome,
+) -> impl for<'c> FnOnce(&'c mut sqlx::AnyConnection) -> BoxFuture<'c, Result<bool, StoreError>>
++ Clone
++ Send
++ 'static {
+    let now = now_ms();
+    let attempt = delivery.attempts + 1;
+    let (delivery, owner, outcome) = (delivery.clone(), lease.0.clone(), outcome.clone());
+    move |conn| {
+        Box::pin(async move {
+            // Every expression on the right reads the row as it was before this update.
+            let moved = sqlx::query(
+                "UPDATE webhook_deliveries SET attempts = $1, \
+                 status = CASE WHEN status = 'pending' THEN $2 ELSE status END, \
+                 next_attempt_at = $3, lease_until = 0, last_status = $4, last_error = $5, \
+                 delivered_at = CASE WHEN status = 'pending' AND $2 = 'delivered' THEN $6 \
+                                     ELSE delivered_at END \
+                 WHERE id = $7 AND lease_owner = $8 AND attempts = $9 \
+                   AND status IN ('pending', 'canceled')",
+            )
+            .bind(attempt)
+            .bind(outcome.next_status)
+            .bind(outcome.next_attempt_at)
+            .bind(outcome.status_code.map(i64::from))
+            .bind(&outcome.error)
+            .bind(now)
+            .bind(&delivery.id)
+            .bind(&owner)
+            .bind(delivery.attempts)
+            .execute(&mut *conn)
+            .await?
+            .rows_affected();
+            if moved == 0 {
+                return Ok(false);
+            }
+            sqlx::query(
+                "INSERT INTO delivery_attempts (delivery_id, attempt, at, status_code, \
+                 latency_ms, error, response_excerpt) VALUES ($1, $2, $3, $4, $5, $6, $7)",
+            )
+            .bind(&delivery.id)
+            .bind(attempt)
+            .bind(now)
+            .bind(outcome.status_code.map(i64::from))
+            .bind(outcome.latency_ms)
+            .bind(&outcome.error)
+            .bind(&outcome.response_excerpt)
+            .execute(&mut *conn)
+            .await?;
+            Ok(true)
+        })
+    }
 }

@@ -10,6 +10,7 @@
 //! again within seconds, and a request that lost its lock can neither renew it nor store an
 //! answer over the retry that took it.
 
+use futures::future::BoxFuture;
 use sqlx::Row;
 
 use super::{Durability, Store, StoreError, now_ms};
@@ -71,9 +72,15 @@ impl Store {
         .await
     }
 
-    /// Stores the answer of the request holding `lock`, kept until `expires_at` at least.
-    /// `false` when that request lost the lock (it lapsed and a retry took it over): the
+    /// Stores the answer of the request holding `lock`, kept until `expires_at` at least. When
+    /// that request lost the lock (it lapsed and a retry took it over), nothing is stored: the
     /// retry's answer is the one kept.
+    ///
+    /// A created charge's answer is written behind ([`Store::write_behind`]): the request
+    /// answers at once, and the next claim of the key (a retry) is queued after this write, so
+    /// it finds the answer. Lost in a crash, a retry resumes with the same reference and
+    /// answers with the stored charge. A refusal is synced before the request answers: lost, a
+    /// retry would try the PSP again.
     pub async fn complete_idempotency_key(
         &self,
         scope: KeyScope<'_>,
@@ -81,47 +88,24 @@ impl Store {
         status: u16,
         body: &str,
         expires_at: i64,
-    ) -> Result<bool, StoreError> {
+    ) -> Result<(), StoreError> {
         let (merchant, environment, key) = (
             scope.merchant_id.to_owned(),
             scope.environment,
             scope.key.to_owned(),
         );
         let (lock, body) = (lock.to_owned(), body.to_owned());
-        // A created charge's answer may wait for the next durable commit: lost in a crash, a
-        // retry resumes with the same reference and answers with the stored charge. A refusal
-        // is synced: lost, a retry would try the PSP again.
-        let durability = if (200..300).contains(&status) {
-            Durability::Deferred
+        let unit = store_answer((merchant, environment, key), lock, status, body, expires_at);
+        if (200..300).contains(&status) {
+            self.write_behind(
+                Durability::Deferred,
+                "storing an idempotency key's answer",
+                unit,
+            )
+            .await
         } else {
-            Durability::Durable
-        };
-        self.write_with(durability, move |conn| {
-            Box::pin(async move {
-                let scope = KeyScope {
-                    merchant_id: &merchant,
-                    environment,
-                    key: &key,
-                };
-                let done = sqlx::query(
-                    "UPDATE idempotency_keys SET response_status = $1, response_body = $2, \
-                     expires_at = CASE WHEN expires_at > $3 THEN expires_at ELSE $3 END \
-                     WHERE merchant_id = $4 AND environment = $5 AND key = $6 AND lock_owner = $7 \
-                       AND response_status IS NULL",
-                )
-                .bind(i64::from(status))
-                .bind(&body)
-                .bind(expires_at)
-                .bind(scope.merchant_id)
-                .bind(scope.environment.as_str())
-                .bind(scope.key)
-                .bind(&lock)
-                .execute(&mut *conn)
-                .await?;
-                Ok(done.rows_affected() == 1)
-            })
-        })
-        .await
+            self.write_with(Durability::Durable, unit).await
+        }
     }
 
     /// Extends the lock `lock` holds to `lock_ms` from now; `false` when the lock is no
@@ -328,4 +312,42 @@ async fn claim_on(
         });
     }
     Ok(Claim::InProgress)
+}
+
+/// The write of [`Store::complete_idempotency_key`].
+fn store_answer(
+    (merchant, environment, key): (String, Environment, String),
+    lock: String,
+    status: u16,
+    body: String,
+    expires_at: i64,
+) -> impl for<'c> FnOnce(&'c mut sqlx::AnyConnection) -> BoxFuture<'c, Result<(), StoreError>>
++ Clone
++ Send
++ 'static {
+    move |conn| {
+        Box::pin(async move {
+            let done = sqlx::query(
+                "UPDATE idempotency_keys SET response_status = $1, response_body = $2, \
+                 expires_at = CASE WHEN expires_at > $3 THEN expires_at ELSE $3 END \
+                 WHERE merchant_id = $4 AND environment = $5 AND key = $6 AND lock_owner = $7 \
+                   AND response_status IS NULL",
+            )
+            .bind(i64::from(status))
+            .bind(&body)
+            .bind(expires_at)
+            .bind(&merchant)
+            .bind(environment.as_str())
+            .bind(&key)
+            .bind(&lock)
+            .execute(&mut *conn)
+            .await?;
+            if done.rows_affected() != 1 {
+                // Cannot happen while the request's heartbeat held the lock; if the database
+                // lost it anyway, the request that took it over owns the answer.
+                tracing::warn!(key = %key, "an idempotency key's answer was not stored: its lock had passed to a retry");
+            }
+            Ok(())
+        })
+    }
 }

@@ -94,6 +94,7 @@ impl Store {
         let bad = |reason: &str| StoreError::BadUrl(redact_url(url), reason.to_owned());
         let mut synchronous = Synchronous::Full;
         let mut in_memory = false;
+        let mut database_file = None;
         let (backend, url) = if let Some(path) = url.strip_prefix("sqlite://") {
             let (file, query) = path.split_once('?').unwrap_or((path, ""));
             // Ours, not sqlx's: taken out of the query before sqlx reads it.
@@ -116,6 +117,7 @@ impl Store {
                 return Err(bad("give a file path, e.g. sqlite://data/pixgw.db"));
             }
             in_memory = file == ":memory:";
+            database_file = Some(std::path::PathBuf::from(file));
             if file != ":memory:"
                 && let Some(dir) = std::path::Path::new(file).parent()
                 && !dir.as_os_str().is_empty()
@@ -157,10 +159,23 @@ impl Store {
             .connect_with(options)
             .await
             .map_err(StoreError::Connect)?;
-        let writer = (backend == Backend::Sqlite && !in_memory)
-            .then(|| group_commit::Writer::start(pool.clone()))
-            .transpose()
-            .map_err(|e| StoreError::Connect(sqlx::Error::Io(e)))?;
+        let writer = match database_file.filter(|_| backend == Backend::Sqlite && !in_memory) {
+            Some(file) => {
+                // The writer syncs the WAL itself, by absolute path (the pool made the file).
+                let sync = match synchronous {
+                    Synchronous::Full => Some(group_commit::wal_sync(
+                        &std::fs::canonicalize(&file)
+                            .map_err(|e| bad(&format!("cannot open {}: {e}", file.display())))?,
+                    )),
+                    Synchronous::Normal => None,
+                };
+                Some(
+                    group_commit::Writer::start(pool.clone(), sync)
+                        .map_err(|e| StoreError::Connect(sqlx::Error::Io(e)))?,
+                )
+            }
+            None => None,
+        };
         Ok(Store {
             pool,
             backend,
