@@ -17,7 +17,6 @@
 //! the lease then runs out and the delivery is sent again, which at-least-once delivery (event
 //! ids for receivers to deduplicate) already promises.
 
-use futures::future::BoxFuture;
 use sqlx::Row;
 
 use super::{Columns, Durability, Store, StoreError, now_ms};
@@ -524,10 +523,7 @@ fn record_attempt_on(
     delivery: &DeliveryRecord,
     lease: &DeliveryLease,
     outcome: &AttemptOutcome,
-) -> impl for<'c> FnOnce(&'c mut sqlx::AnyConnection) -> BoxFuture<'c, Result<bool, StoreError>>
-+ Clone
-+ Send
-+ 'static {
+) -> impl super::WriteUnit<bool> {
     let now = now_ms();
     let attempt = delivery.attempts + 1;
     let (delivery, owner, outcome) = (delivery.clone(), lease.0.clone(), outcome.clone());

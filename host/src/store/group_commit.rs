@@ -53,6 +53,25 @@ type Answer = Box<dyn FnOnce(Result<(), String>) + Send>;
 /// second time.
 type Work = Box<dyn for<'c> FnMut(&'c mut AnyConnection) -> BoxFuture<'c, Ran> + Send>;
 
+/// A write handed to [`Store::write`] and its kin: it runs on the writer's connection inside a
+/// transaction (on PostgreSQL, a pool transaction of its own), and may run more than once, a
+/// clone each time, when its group is rolled back and run again.
+pub trait WriteUnit<T>:
+    for<'c> FnOnce(&'c mut AnyConnection) -> BoxFuture<'c, Result<T, StoreError>>
+    + Clone
+    + Send
+    + 'static
+{
+}
+
+impl<T, F> WriteUnit<T> for F where
+    F: for<'c> FnOnce(&'c mut AnyConnection) -> BoxFuture<'c, Result<T, StoreError>>
+        + Clone
+        + Send
+        + 'static
+{
+}
+
 /// Whether a write must be on disk before its caller hears it is done.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Durability {
@@ -437,10 +456,7 @@ impl Store {
     pub async fn write<T, F>(&self, unit: F) -> Result<T, StoreError>
     where
         T: Send + 'static,
-        F: for<'c> FnOnce(&'c mut AnyConnection) -> BoxFuture<'c, Result<T, StoreError>>
-            + Clone
-            + Send
-            + 'static,
+        F: WriteUnit<T>,
     {
         self.write_with(Durability::Durable, unit).await
     }
@@ -449,10 +465,7 @@ impl Store {
     pub async fn write_with<T, F>(&self, durability: Durability, unit: F) -> Result<T, StoreError>
     where
         T: Send + 'static,
-        F: for<'c> FnOnce(&'c mut AnyConnection) -> BoxFuture<'c, Result<T, StoreError>>
-            + Clone
-            + Send
-            + 'static,
+        F: WriteUnit<T>,
     {
         let Some(writer) = &self.writer else {
             let mut tx = self.pool().begin().await?;
@@ -461,7 +474,7 @@ impl Store {
                     .execute(&mut *tx)
                     .await?;
             }
-            let value = unit(&mut *tx).await?;
+            let value = unit(&mut tx).await?;
             tx.commit().await?;
             return Ok(value);
         };
@@ -482,10 +495,7 @@ impl Store {
         unit: F,
     ) -> Result<(), StoreError>
     where
-        F: for<'c> FnOnce(&'c mut AnyConnection) -> BoxFuture<'c, Result<(), StoreError>>
-            + Clone
-            + Send
-            + 'static,
+        F: WriteUnit<()>,
     {
         let Some(writer) = &self.writer else {
             return self.write_with(durability, unit).await;
@@ -511,10 +521,7 @@ impl Writer {
     ) -> Result<oneshot::Receiver<Result<T, StoreError>>, StoreError>
     where
         T: Send + 'static,
-        F: for<'c> FnOnce(&'c mut AnyConnection) -> BoxFuture<'c, Result<T, StoreError>>
-            + Clone
-            + Send
-            + 'static,
+        F: WriteUnit<T>,
     {
         let (reply, answer) = oneshot::channel::<Result<T, StoreError>>();
         // Taken by the answer of the run that counts; a run rolled back with its group is
@@ -541,6 +548,11 @@ impl Writer {
             .send(Unit { durability, work })
             .map_err(|_| commit_failed("the writer has stopped".into()))?;
         Ok(answer)
+    }
+
+    /// Why the writer takes no more units, once a sync failed.
+    pub(super) fn stopped_by(&self) -> Option<String> {
+        self.failed.lock().clone()
     }
 
     /// What a unit whose answer never came is told.
@@ -684,6 +696,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let failing: SyncFn = Arc::new(|| Err(std::io::Error::other("disk on fire")));
         let store = with_sync(with_table(&dir).await, failing);
+        store.ping().await.unwrap();
         let error = insert(&store, Durability::Durable, 1)
             .await
             .unwrap_err()
@@ -696,6 +709,9 @@ mod tests {
             let later = insert(&store, durability, v).await.unwrap_err().to_string();
             assert!(later.contains("takes no more writes"), "{later}");
         }
+        // `/readyz` says so.
+        let ping = store.ping().await.unwrap_err().to_string();
+        assert!(ping.contains("disk on fire"), "{ping}");
     }
 
     #[tokio::test]

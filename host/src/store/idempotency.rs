@@ -10,7 +10,6 @@
 //! again within seconds, and a request that lost its lock can neither renew it nor store an
 //! answer over the retry that took it.
 
-use futures::future::BoxFuture;
 use sqlx::Row;
 
 use super::{Durability, Store, StoreError, now_ms};
@@ -321,10 +320,7 @@ fn store_answer(
     status: u16,
     body: String,
     expires_at: i64,
-) -> impl for<'c> FnOnce(&'c mut sqlx::AnyConnection) -> BoxFuture<'c, Result<(), StoreError>>
-+ Clone
-+ Send
-+ 'static {
+) -> impl super::WriteUnit<()> {
     move |conn| {
         Box::pin(async move {
             let done = sqlx::query(

@@ -26,7 +26,7 @@ pub mod credentials;
 pub mod events;
 pub mod evidence;
 mod group_commit;
-pub use group_commit::Durability;
+pub use group_commit::{Durability, WriteUnit};
 pub mod idempotency;
 pub mod inbound;
 pub mod live;
@@ -198,8 +198,12 @@ impl Store {
         &self.pool
     }
 
-    /// Answers when the database does: for `/readyz`.
+    /// Answers when the database does and takes writes: for `/readyz`. A writer stopped by a
+    /// failed sync makes the gateway not ready until it is restarted.
     pub async fn ping(&self) -> Result<(), StoreError> {
+        if let Some(reason) = self.writer.as_ref().and_then(|w| w.stopped_by()) {
+            return Err(StoreError::Sql(sqlx::Error::Protocol(reason)));
+        }
         sqlx::query("SELECT 1").execute(&self.pool).await?;
         Ok(())
     }
