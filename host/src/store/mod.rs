@@ -86,9 +86,9 @@ impl Store {
     /// are created when missing; SQLite runs in WAL mode with a busy timeout so concurrent
     /// requests wait for the writer instead of failing, and with `synchronous = FULL`: a durable
     /// write ([`Durability`]) the API acknowledged survives a power loss, and a deferred one is
-    /// recovered from what did. `?synchronous=normal` on the URL trades that
-    /// for faster commits (in WAL mode NORMAL can lose the last commits on power loss, never
-    /// corrupt the file).
+    /// recovered from what did (the group-commit writer syncs the WAL on a thread of its own:
+    /// `group_commit`). `?synchronous=normal` on the URL trades that for no syncs at all (in
+    /// WAL mode NORMAL can lose the last commits on power loss, never corrupt the file).
     pub async fn connect(url: &str) -> Result<Store, StoreError> {
         sqlx::any::install_default_drivers();
         let bad = |reason: &str| StoreError::BadUrl(redact_url(url), reason.to_owned());
