@@ -479,7 +479,10 @@ impl Store {
             return Ok(value);
         };
         debug_assert_eq!(self.backend, Backend::Sqlite);
-        let answer = writer.queue(durability, unit)?;
+        let (reply, answer) = oneshot::channel();
+        writer.queue(durability, unit, move |result| {
+            let _ = reply.send(result);
+        })?;
         answer.await.map_err(|_| writer.stopped())?
     }
 
@@ -500,30 +503,30 @@ impl Store {
         let Some(writer) = &self.writer else {
             return self.write_with(durability, unit).await;
         };
-        let answer = writer.queue(durability, unit)?;
-        let writer = writer.clone();
-        tokio::spawn(async move {
-            if let Err(e) = answer.await.unwrap_or_else(|_| Err(writer.stopped())) {
+        // Answered on the writer's (or the syncer's) thread: a failure is logged there, and
+        // the charge path spawns no task to wait for it. A unit dropped unrun is logged by
+        // `fail`.
+        writer.queue(durability, unit, move |result| {
+            if let Err(e) = result {
                 tracing::warn!(error = %e, "{what} failed");
             }
-        });
-        Ok(())
+        })
     }
 }
 
 impl Writer {
-    /// Hands `unit` to the writer; its result comes on the returned channel once its
-    /// transaction is committed (and synced, if durable).
+    /// Hands `unit` to the writer; `reply` gets its result once its transaction is committed
+    /// (and synced, if durable). A unit that never runs drops `reply` uncalled.
     fn queue<T, F>(
         &self,
         durability: Durability,
         unit: F,
-    ) -> Result<oneshot::Receiver<Result<T, StoreError>>, StoreError>
+        reply: impl FnOnce(Result<T, StoreError>) + Send + 'static,
+    ) -> Result<(), StoreError>
     where
         T: Send + 'static,
         F: WriteUnit<T>,
     {
-        let (reply, answer) = oneshot::channel::<Result<T, StoreError>>();
         // Taken by the answer of the run that counts; a run rolled back with its group is
         // never answered.
         let reply = Arc::new(Mutex::new(Some(reply)));
@@ -534,7 +537,7 @@ impl Writer {
                 let ok = result.is_ok();
                 let answer: Answer = Box::new(move |commit: Result<(), String>| {
                     if let Some(reply) = reply.lock().take() {
-                        let _ = reply.send(match (result, commit) {
+                        reply(match (result, commit) {
                             (Ok(value), Ok(())) => Ok(value),
                             (Ok(_), Err(e)) => Err(commit_failed(e)),
                             (Err(e), _) => Err(e),
@@ -546,8 +549,7 @@ impl Writer {
         }));
         self.units
             .send(Unit { durability, work })
-            .map_err(|_| commit_failed("the writer has stopped".into()))?;
-        Ok(answer)
+            .map_err(|_| commit_failed("the writer has stopped".into()))
     }
 
     /// Why the writer takes no more units, once a sync failed.
