@@ -3,7 +3,8 @@
 //!
 //! SQLite has one writer at a time and each synced commit waits for the disk (1–4 ms), so
 //! committing each request's writes apart caps the gateway at a few hundred commits a second.
-//! [`Store::write`] hands a unit of work to one writer thread; the writer takes every unit
+//! [`Store::write`] hands a unit of work to one writer thread, whose connection runs SQLite on
+//! that thread ([`inline_sqlite`]: no hop per statement); the writer takes every unit
 //! waiting, runs them in one `BEGIN IMMEDIATE` transaction (should one fail, again with a
 //! savepoint each, so that one is rolled back alone), commits, and only then answers each unit.
 //!
@@ -32,6 +33,7 @@
 //! PostgreSQL: `synchronous_commit = off` for a deferred unit's transaction.
 
 use std::panic::AssertUnwindSafe;
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use futures::FutureExt;
@@ -40,7 +42,7 @@ use parking_lot::Mutex;
 use sqlx::{Acquire, AnyConnection, Connection};
 use tokio::sync::{mpsc, oneshot};
 
-use super::{Backend, Store, StoreError};
+use super::{Backend, Store, StoreError, inline_sqlite};
 
 /// The most units one transaction takes: bounds how long the first of them waits.
 const MAX_GROUP: usize = 256;
@@ -99,87 +101,34 @@ pub(super) struct Writer {
 pub(super) type SyncFn = Arc<dyn Fn() -> std::io::Result<()> + Send + Sync>;
 
 impl Writer {
-    /// Starts the writer on a connection of its own, taken from `pool` (so it keeps the pool's
-    /// pragmas), and on a thread of its own: a unit is a chain of round trips to the
-    /// connection's thread, and on the shared runtime each hop would queue behind request tasks
-    /// (QR codes, adapter calls) while every other write waits for this one. The thread runs
-    /// its future with [`spin_block_on`], in the context of the runtime that started it (whose
-    /// timers serve the pool's acquire timeout). It ends when the last [`Store`] holding it is
-    /// dropped.
+    /// Starts the writer on a thread of its own, with a connection of its own to `file` that
+    /// runs SQLite on that thread ([`inline_sqlite`]): a unit is a chain of statements, each
+    /// waiting for the last, and every other write waits for the unit. On sqlx's own SQLite
+    /// connection each statement was two hops to the connection's thread and back, and on the
+    /// shared runtime each hop would also queue behind request tasks (QR codes, adapter calls).
+    /// The thread sleeps only while the queue is empty. It ends when the last [`Store`] holding
+    /// it is dropped.
     ///
-    /// With `sync`, the writer commits at `synchronous = NORMAL` and a [`Syncer`] thread calls
-    /// `sync` before answering durable units; without it, commits are as the pool's connections
-    /// are configured (`NORMAL`: no sync at all).
-    pub(super) fn start(pool: sqlx::AnyPool, sync: Option<SyncFn>) -> std::io::Result<Writer> {
+    /// The writer commits at `synchronous = NORMAL`. With `sync`, a [`Syncer`] thread calls it
+    /// before answering durable units; without it, nothing syncs (the store is `NORMAL`).
+    pub(super) fn start(file: PathBuf, sync: Option<SyncFn>) -> std::io::Result<Writer> {
         let (units, queue) = mpsc::unbounded_channel();
         let failed = Arc::new(Mutex::new(None));
         let syncer = sync
             .map(|sync| Syncer::start(sync, failed.clone()))
             .transpose()?;
-        let context = tokio::runtime::Handle::try_current().map_err(std::io::Error::other)?;
+        // Units are sqlx code: should one ever reach for the runtime (a timer, a spawn), it
+        // finds the one that started the writer.
+        let context = tokio::runtime::Handle::try_current().ok();
         std::thread::Builder::new()
             .name("pixgw-writer".into())
             .spawn(move || {
-                let _entered = context.enter();
-                spin_block_on(run(pool, queue, syncer));
+                let _entered = context.as_ref().map(|c| c.enter());
+                futures::executor::block_on(run(file, queue, syncer));
             })?;
         Ok(Writer { units, failed })
     }
 }
-
-/// Runs `future` on this thread, spinning a moment before sleeping whenever it waits.
-///
-/// The writer's future waits on the connection's thread after every statement, for some
-/// 10–20 µs of SQLite work. Sleeping each time costs two context switches and a futex wake on
-/// the connection thread's side, and on a busy machine the writer then waits for a core:
-/// with the writer always on that path, this was the gateway's throughput limit. Spinning
-/// through the short waits lets the connection thread's wake be a flag it sets (no system
-/// call), and the writer sends the next statement at once. A longer wait (an empty queue, a
-/// pool acquire) parks the thread. Measured with `cargo xtask load --backend sqlite`: about
-/// 1,200 charges/s parked on every wait, 1,430–1,480 spinning 15–50 µs first.
-fn spin_block_on<F: std::future::Future>(future: F) -> F::Output {
-    use std::sync::atomic::{AtomicBool, Ordering};
-    use std::task::{Context, Poll, Wake, Waker};
-    struct Flag {
-        woken: AtomicBool,
-        thread: std::thread::Thread,
-    }
-    impl Wake for Flag {
-        fn wake(self: Arc<Self>) {
-            self.wake_by_ref();
-        }
-        fn wake_by_ref(self: &Arc<Self>) {
-            self.woken.store(true, Ordering::Release);
-            self.thread.unpark();
-        }
-    }
-    let flag = Arc::new(Flag {
-        woken: AtomicBool::new(false),
-        thread: std::thread::current(),
-    });
-    let waker = Waker::from(flag.clone());
-    let mut cx = Context::from_waker(&waker);
-    let mut future = std::pin::pin!(future);
-    loop {
-        if let Poll::Ready(v) = future.as_mut().poll(&mut cx) {
-            return v;
-        }
-        let started = std::time::Instant::now();
-        let mut spins = 0u32;
-        while !flag.woken.swap(false, Ordering::Acquire) {
-            spins = spins.wrapping_add(1);
-            // The clock is read every 64 turns: reading it each turn cost more than the spin.
-            if spins.is_multiple_of(64) && started.elapsed() > SPIN {
-                std::thread::park();
-            } else {
-                std::hint::spin_loop();
-            }
-        }
-    }
-}
-
-/// How long [`spin_block_on`] spins before it parks.
-const SPIN: std::time::Duration = std::time::Duration::from_micros(20);
 
 /// `fdatasync` of a SQLite database's WAL file: every frame written to it so far reaches the
 /// disk. Opened for each sync, so it is always the file SQLite writes now (SQLite deletes it
@@ -245,14 +194,7 @@ impl Syncer {
     }
 }
 
-/// SQLite's `PRAGMA synchronous` values.
-const SYNC_NORMAL: i64 = 1;
-
-async fn run(
-    pool: sqlx::AnyPool,
-    mut queue: mpsc::UnboundedReceiver<Unit>,
-    syncer: Option<Syncer>,
-) {
+async fn run(file: PathBuf, mut queue: mpsc::UnboundedReceiver<Unit>, syncer: Option<Syncer>) {
     let mut conn: Option<AnyConnection> = None;
     while let Some(first) = queue.recv().await {
         let mut units = vec![first];
@@ -267,7 +209,7 @@ async fn run(
             continue;
         }
         if conn.is_none() {
-            match connect(&pool, syncer.is_some()).await {
+            match inline_sqlite::connect(&file).await {
                 Ok(c) => conn = Some(c),
                 Err(e) => {
                     fail(units, &format!("no database connection: {e}"));
@@ -284,23 +226,12 @@ async fn run(
     }
 }
 
-/// The writer's connection. With a syncer it commits at `NORMAL`: the syncer does the sync.
-async fn connect(pool: &sqlx::AnyPool, syncer: bool) -> Result<AnyConnection, sqlx::Error> {
-    let mut conn = pool.acquire().await?.detach();
-    if syncer {
-        sqlx::query(&format!("PRAGMA synchronous = {SYNC_NORMAL}"))
-            .execute(&mut conn)
-            .await?;
-    }
-    Ok(conn)
-}
-
 /// Runs `units` in one transaction and answers each after its commit (a durable one after the
 /// syncer's next sync, when there is a syncer).
 ///
 /// Optimistically first: the units run one after another with no savepoint between them, since
-/// nearly every unit succeeds and a savepoint costs two more round trips to the connection's
-/// thread. Should one fail, the transaction is rolled back and the group runs again with a
+/// nearly every unit succeeds and a savepoint costs two more statements per unit. Should one
+/// fail, the transaction is rolled back and the group runs again with a
 /// savepoint per unit, so the failed one is rolled back alone. A group of one needs no second
 /// run: rolling back the transaction rolled back exactly that unit.
 async fn group(
@@ -634,9 +565,10 @@ mod tests {
         }
     }
 
-    /// `store` with its writer replaced by one whose syncs are `sync`.
-    fn with_sync(mut store: Store, sync: SyncFn) -> Store {
-        store.writer = Some(Writer::start(store.pool().clone(), Some(sync)).unwrap());
+    /// `store` (on `dir`'s `t.db`) with its writer replaced by one whose syncs are `sync`.
+    fn with_sync(dir: &tempfile::TempDir, mut store: Store, sync: SyncFn) -> Store {
+        let file = std::fs::canonicalize(dir.path().join("t.db")).unwrap();
+        store.writer = Some(Writer::start(file, Some(sync)).unwrap());
         store
     }
 
@@ -658,7 +590,7 @@ mod tests {
     async fn a_durable_write_waits_for_a_sync_after_its_commit_and_a_deferred_one_never_does() {
         let dir = tempfile::tempdir().unwrap();
         let gate = Arc::new(Gate::default());
-        let store = with_sync(with_table(&dir).await, gate.sync());
+        let store = with_sync(&dir, with_table(&dir).await, gate.sync());
 
         let durable = tokio::spawn({
             let store = store.clone();
@@ -697,7 +629,7 @@ mod tests {
     async fn a_failed_sync_fails_its_writes_and_stops_every_later_one() {
         let dir = tempfile::tempdir().unwrap();
         let failing: SyncFn = Arc::new(|| Err(std::io::Error::other("disk on fire")));
-        let store = with_sync(with_table(&dir).await, failing);
+        let store = with_sync(&dir, with_table(&dir).await, failing);
         store.ping().await.unwrap();
         let error = insert(&store, Durability::Durable, 1)
             .await

@@ -26,6 +26,7 @@ pub mod credentials;
 pub mod events;
 pub mod evidence;
 mod group_commit;
+mod inline_sqlite;
 pub use group_commit::{Durability, WriteUnit};
 pub mod idempotency;
 pub mod inbound;
@@ -90,7 +91,7 @@ impl Store {
     /// `group_commit`). `?synchronous=normal` on the URL trades that for no syncs at all (in
     /// WAL mode NORMAL can lose the last commits on power loss, never corrupt the file).
     pub async fn connect(url: &str) -> Result<Store, StoreError> {
-        sqlx::any::install_default_drivers();
+        install_drivers();
         let bad = |reason: &str| StoreError::BadUrl(redact_url(url), reason.to_owned());
         let mut synchronous = Synchronous::Full;
         let mut in_memory = false;
@@ -161,16 +162,15 @@ impl Store {
             .map_err(StoreError::Connect)?;
         let writer = match database_file.filter(|_| backend == Backend::Sqlite && !in_memory) {
             Some(file) => {
-                // The writer syncs the WAL itself, by absolute path (the pool made the file).
+                // The writer opens the file the pool made, and syncs its WAL, by absolute path.
+                let file = std::fs::canonicalize(&file)
+                    .map_err(|e| bad(&format!("cannot open {}: {e}", file.display())))?;
                 let sync = match synchronous {
-                    Synchronous::Full => Some(group_commit::wal_sync(
-                        &std::fs::canonicalize(&file)
-                            .map_err(|e| bad(&format!("cannot open {}: {e}", file.display())))?,
-                    )),
+                    Synchronous::Full => Some(group_commit::wal_sync(&file)),
                     Synchronous::Normal => None,
                 };
                 Some(
-                    group_commit::Writer::start(pool.clone(), sync)
+                    group_commit::Writer::start(file, sync)
                         .map_err(|e| StoreError::Connect(sqlx::Error::Io(e)))?,
                 )
             }
@@ -207,6 +207,22 @@ impl Store {
         sqlx::query("SELECT 1").execute(&self.pool).await?;
         Ok(())
     }
+}
+
+/// Registers the database drivers `Store::connect` opens URLs with: sqlx's SQLite and
+/// PostgreSQL, and the writer's inline SQLite. Once per process; later calls do nothing. Code
+/// that opens an `AnyPool` itself calls this first (sqlx's `install_default_drivers` would
+/// leave the writer's driver out, and the drivers can be installed only once).
+pub fn install_drivers() {
+    static DRIVERS: [sqlx_core::any::driver::AnyDriver; 3] = [
+        sqlx::sqlite::any::DRIVER,
+        sqlx::postgres::any::DRIVER,
+        inline_sqlite::DRIVER,
+    ];
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        sqlx::any::install_drivers(&DRIVERS).expect("no driver is installed before this");
+    });
 }
 
 /// How SQLite syncs commits to disk.

@@ -22,7 +22,7 @@ fn split_folder(backend: Backend) -> PathBuf {
 }
 
 async fn open_pool(db: &TestDb) -> AnyPool {
-    sqlx::any::install_default_drivers();
+    pixgw::store::install_drivers();
     let url = match db.sqlite_file() {
         Some(_) => format!("{}?mode=rwc", db.url),
         None => db.url.clone(),

@@ -21,7 +21,7 @@ struct Db(sqlx::AnyPool);
 
 impl Db {
     async fn open(db: &TestDb) -> Db {
-        sqlx::any::install_default_drivers();
+        pixgw::store::install_drivers();
         Db(sqlx::AnyPool::connect(&db.url).await.unwrap())
     }
 
