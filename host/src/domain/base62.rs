@@ -5,7 +5,6 @@
 //! their numbers compare: that is what makes time-ordered ids sort by creation time.
 
 use rand::TryRngCore;
-use rand::distr::{Alphanumeric, Distribution};
 use rand::rngs::OsRng;
 
 /// The 62 symbols, in ASCII order.
@@ -17,17 +16,28 @@ pub(super) const U128_WIDTH: usize = 22;
 /// `len` characters drawn uniformly from the base62 alphabet by the operating system's CSPRNG.
 ///
 /// Straight from the OS rather than a user-space generator because these strings are secrets
-/// (API keys) or must never collide (references); `Alphanumeric` rejection-samples, so every
-/// character carries a full log2(62) ≈ 5.95 bits.
+/// (API keys) or must never collide (references). Each byte's low 6 bits pick a symbol and the
+/// two values past 61 are dropped (rejection sampling), so every character carries a full
+/// log2(62) ≈ 5.95 bits. The bytes come 64 at a time: each read from the OS is a system call,
+/// and drawing a character at a time made a charge's reference 32 of them.
 pub(super) fn random(len: usize) -> String {
+    use rand::RngCore;
     // The OS generator fails only if the kernel cannot supply entropy at all, which nothing in
     // the gateway could recover from; panicking there is what `rand::rng()` does too.
     let mut rng = OsRng.unwrap_err();
-    Alphanumeric
-        .sample_iter(&mut rng)
-        .take(len)
-        .map(char::from)
-        .collect()
+    let mut out = String::with_capacity(len);
+    let mut bytes = [0u8; 64];
+    while out.len() < len {
+        rng.fill_bytes(&mut bytes);
+        let symbols = bytes
+            .iter()
+            .map(|b| usize::from(b & 0x3F))
+            .filter(|&i| i < 62);
+        for i in symbols.take(len - out.len()) {
+            out.push(char::from(ALPHABET[i]));
+        }
+    }
+    out
 }
 
 /// `value` written in exactly [`U128_WIDTH`] base62 characters, most significant first, padded
@@ -125,5 +135,21 @@ mod tests {
         assert!(s.bytes().all(|b| ALPHABET.contains(&b)));
         assert_ne!(random(32), random(32));
         assert_eq!(random(0), "");
+    }
+
+    #[test]
+    fn random_symbols_are_uniform_over_the_alphabet_across_many_reads() {
+        // Longer than one read of 64 bytes, so the refill is exercised too.
+        for len in [63, 64, 65, 200] {
+            assert_eq!(random(len).len(), len);
+        }
+        // 62 symbols over 20,000 draws (about 323 each): every one is seen, and none is twice
+        // as common as another, as a wrong mask or a dropped symbol would make it.
+        let mut seen = [0u32; 62];
+        for b in random(20_000).bytes() {
+            seen[ALPHABET.iter().position(|&a| a == b).unwrap()] += 1;
+        }
+        let (min, max) = (seen.iter().min().unwrap(), seen.iter().max().unwrap());
+        assert!(*min > 0 && *max < 2 * min, "{seen:?}");
     }
 }
