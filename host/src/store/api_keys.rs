@@ -76,7 +76,7 @@ impl Store {
     pub async fn api_keys_by_prefix(&self, prefix: &str) -> Result<Vec<ApiKeyRecord>, StoreError> {
         let rows = sqlx::query(&format!("SELECT {COLUMNS} FROM api_keys WHERE prefix = $1"))
             .bind(prefix)
-            .fetch_all(self.pool())
+            .fetch_all(self.reads())
             .await?;
         rows.iter().map(record_of).collect()
     }

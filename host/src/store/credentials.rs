@@ -285,7 +285,7 @@ impl Store {
         .bind(merchant_id)
         .bind(environment.as_str())
         .bind(provider)
-        .fetch_optional(self.pool())
+        .fetch_optional(self.reads())
         .await?;
         row.as_ref().map(record_of).transpose()
     }
@@ -294,7 +294,7 @@ impl Store {
     pub async fn credential_by_id(&self, id: &str) -> Result<Option<CredentialRecord>, StoreError> {
         let row = sqlx::query(&format!("SELECT {COLUMNS} FROM credentials WHERE id = $1"))
             .bind(id)
-            .fetch_optional(self.pool())
+            .fetch_optional(self.reads())
             .await?;
         row.as_ref().map(record_of).transpose()
     }

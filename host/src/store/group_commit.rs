@@ -666,6 +666,51 @@ mod tests {
         wal_sync(&wal)().unwrap();
     }
 
+    /// `Store::reads` (read-only connections running SQLite in the asking task) sees each
+    /// write the writer answered, at once, and writes nothing.
+    #[tokio::test]
+    async fn the_read_connections_see_every_answered_write_and_never_write() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = with_table(&dir).await;
+        for v in 0..40 {
+            let durability = [Durability::Durable, Durability::Deferred][v as usize % 2];
+            insert(&store, durability, v).await.unwrap();
+            let seen: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM t WHERE v <= $1")
+                .bind(v)
+                .fetch_one(store.reads())
+                .await
+                .unwrap();
+            assert_eq!(seen, v + 1);
+        }
+        // Each read's connection went back to the pool (sqlx pings it on the way): none was
+        // closed for failing the ping.
+        let reads = store.reads();
+        for _ in 0..100 {
+            if reads.num_idle() == reads.size() as usize {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+        assert!(reads.size() >= 1);
+        assert_eq!(reads.num_idle(), reads.size() as usize);
+        let refused = sqlx::query("INSERT INTO t (v) VALUES (1)")
+            .execute(store.reads())
+            .await
+            .unwrap_err();
+        let refused = refused.as_database_error().expect("a database error");
+        assert_eq!(
+            refused.code().as_deref(),
+            Some("8"),
+            "{}",
+            refused.message()
+        );
+        assert!(
+            refused.message().contains("readonly"),
+            "{}",
+            refused.message()
+        );
+    }
+
     #[tokio::test]
     async fn a_database_set_to_normal_is_never_raised() {
         let dir = tempfile::tempdir().unwrap();

@@ -1,5 +1,5 @@
 //! An sqlx `Any` driver that runs SQLite on the calling thread: the group-commit writer's
-//! connection.
+//! connection, and the read-only connections of [`Store::reads`](super::Store::reads).
 //!
 //! sqlx's own SQLite connection runs every statement on a thread of its own and hands the
 //! results back over a channel. The writer runs one statement after another, each waiting for
@@ -7,6 +7,10 @@
 //! more than SQLite's own work, and on the charge path of every request. This connection runs
 //! the statement where it is asked, through rusqlite on the same libsqlite3 as sqlx's, so its
 //! futures are ready when first polled and the writer's thread does all of its SQLite work.
+//! The same holds for the point reads of the charge path and the webhook worker (an API key by
+//! prefix, the active credential, an endpoint by id): a read of a WAL database waits for no
+//! writer, and runs in the task that asks for it in less time than the two thread hops it
+//! replaces.
 //!
 //! It is an `AnyConnection` like any other, so the write units stay the same sqlx code that runs
 //! on PostgreSQL. Rows carry the values sqlx's SQLite driver gives `Any` (by each value's storage
@@ -60,12 +64,30 @@ const SLOW: Duration = Duration::from_secs(1);
 /// synced by SQLite (`synchronous = NORMAL`): the writer's syncer makes them durable, or the
 /// store was configured with `NORMAL` to begin with.
 pub(crate) async fn connect(file: &Path) -> Result<AnyConnection, Error> {
+    AnyConnection::connect_with(&options(file, Access::ReadWrite)?).await
+}
+
+/// What a connection may do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Access {
+    /// The writer's.
+    ReadWrite,
+    /// Reads only (`SQLITE_OPEN_READONLY`): a pool of these serves short reads on the request
+    /// path, where a wait for the write lock would hold up an async worker.
+    ReadOnly,
+}
+
+/// The options that open `file` with `access`, for `AnyConnection` or an `AnyPool`.
+pub(crate) fn options(file: &Path, access: Access) -> Result<AnyConnectOptions, Error> {
     let path = file.to_str().ok_or_else(|| {
         Error::Configuration(format!("{} is not a UTF-8 path", file.display()).into())
     })?;
-    let mut url = Url::parse(&format!("{SCHEME}:writer")).expect("a valid URL");
+    let mut url = Url::parse(&format!("{SCHEME}:database")).expect("a valid URL");
     url.query_pairs_mut().append_pair("file", path);
-    AnyConnection::connect_with(&AnyConnectOptions::from_str(url.as_str())?).await
+    if access == Access::ReadOnly {
+        url.query_pairs_mut().append_pair("mode", "ro");
+    }
+    AnyConnectOptions::from_str(url.as_str())
 }
 
 /// The driver's [`Database`]: only its connection and options are ever made.
@@ -113,25 +135,43 @@ struct Columns {
 }
 
 impl InlineConnection {
-    fn open(file: &Path) -> Result<InlineConnection, Error> {
+    fn open(file: &Path, access: Access) -> Result<InlineConnection, Error> {
         use rusqlite::OpenFlags;
-        let db = rusqlite::Connection::open_with_flags(
-            file,
-            OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
-        )
-        .map_err(sql_error)?;
+        let (flags, pragmas) = match access {
+            // As the pool's connections are set up (`Synchronous::pragmas`), at NORMAL.
+            Access::ReadWrite => (
+                OpenFlags::SQLITE_OPEN_READ_WRITE,
+                "PRAGMA journal_mode = WAL; PRAGMA busy_timeout = 10000; \
+                 PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON;",
+            ),
+            // The journal mode is the file's (WAL, set by the pool); a reader of a WAL database
+            // waits for no writer.
+            Access::ReadOnly => (
+                OpenFlags::SQLITE_OPEN_READ_ONLY,
+                "PRAGMA busy_timeout = 10000; PRAGMA query_only = ON;",
+            ),
+        };
+        let db =
+            rusqlite::Connection::open_with_flags(file, flags | OpenFlags::SQLITE_OPEN_NO_MUTEX)
+                .map_err(sql_error)?;
         db.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
-        // As the pool's connections are set up (`Synchronous::pragmas`), at NORMAL.
-        db.execute_batch(
-            "PRAGMA journal_mode = WAL; PRAGMA busy_timeout = 10000; \
-             PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON;",
-        )
-        .map_err(sql_error)?;
+        db.execute_batch(pragmas).map_err(sql_error)?;
         Ok(InlineConnection {
             db,
             depth: 0,
             columns: Default::default(),
         })
+    }
+
+    /// A connection in this process is alive while it exists; what a ping can still find is a
+    /// transaction left open by a caller that went away mid-way (sqlx pings a pooled
+    /// connection as it comes back), rolled back here so the next user starts clean.
+    fn ping(&mut self) -> Result<(), Error> {
+        if !self.db.is_autocommit() {
+            self.control("ROLLBACK")?;
+        }
+        self.depth = 0;
+        Ok(())
     }
 
     /// Runs a statement of our own (transaction control): prepared once, kept.
@@ -446,7 +486,7 @@ impl AnyConnectionBackend for InlineConnection {
     }
 
     fn ping(&mut self) -> BoxFuture<'_, Result<(), Error>> {
-        Box::pin(ready(self.control("SELECT 1")))
+        Box::pin(ready(self.ping()))
     }
 
     fn begin(&mut self, statement: Option<Cow<'static, str>>) -> BoxFuture<'_, Result<(), Error>> {
@@ -544,7 +584,7 @@ impl Connection for InlineConnection {
     }
 
     fn ping(&mut self) -> BoxFuture<'_, Result<(), Error>> {
-        Box::pin(ready(self.control("SELECT 1")))
+        Box::pin(ready(self.ping()))
     }
 
     fn begin(&mut self) -> BoxFuture<'_, Result<Transaction<'_, InlineSqlite>, Error>> {
@@ -591,10 +631,11 @@ impl TransactionManager for InlineTransactions {
     }
 }
 
-/// Where the connection opens: `pixgw-sqlite-inline:writer?file=<path>`.
+/// Where the connection opens and how: `pixgw-sqlite-inline:database?file=<path>[&mode=ro]`.
 #[derive(Debug, Clone)]
 pub(crate) struct InlineOptions {
     file: PathBuf,
+    access: Access,
 }
 
 impl FromStr for InlineOptions {
@@ -621,11 +662,20 @@ impl ConnectOptions for InlineOptions {
             .query_pairs()
             .find_map(|(k, v)| (k == "file").then(|| PathBuf::from(v.as_ref())))
             .ok_or_else(|| Error::Configuration(format!("{url} names no file").into()))?;
-        Ok(InlineOptions { file })
+        let access = match url.query_pairs().find(|(k, _)| k == "mode") {
+            None => Access::ReadWrite,
+            Some((_, mode)) if mode == "ro" => Access::ReadOnly,
+            Some((_, mode)) => {
+                return Err(Error::Configuration(
+                    format!("mode={mode} in {url}: only ro is known").into(),
+                ));
+            }
+        };
+        Ok(InlineOptions { file, access })
     }
 
     fn connect(&self) -> BoxFuture<'_, Result<InlineConnection, Error>> {
-        Box::pin(ready(InlineConnection::open(&self.file)))
+        Box::pin(ready(InlineConnection::open(&self.file, self.access)))
     }
 
     fn log_statements(self, _level: LevelFilter) -> Self {
@@ -991,5 +1041,27 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let error = connect(&dir.path().join("missing.db")).await.unwrap_err();
         assert!(error.to_string().contains("unable to open"), "{error}");
+    }
+
+    #[tokio::test]
+    async fn a_ping_rolls_back_a_transaction_its_caller_left_open() {
+        let (_dir, pool, mut inline) = both().await;
+        sqlx::query("BEGIN").execute(&mut inline).await.unwrap();
+        sqlx::query("INSERT INTO p (id, name) VALUES (1, 'a')")
+            .execute(&mut inline)
+            .await
+            .unwrap();
+        inline.ping().await.unwrap();
+        assert!(!inline.is_in_transaction());
+        let count: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM p")
+            .fetch_one(&pool)
+            .await
+            .unwrap();
+        assert_eq!(count, 0);
+        // The write lock went with it: another connection writes at once.
+        sqlx::query("INSERT INTO p (id, name) VALUES (2, 'b')")
+            .execute(&pool)
+            .await
+            .unwrap();
     }
 }

@@ -76,6 +76,9 @@ pub enum Backend {
 #[derive(Clone, Debug)]
 pub struct Store {
     pool: AnyPool,
+    /// [`Store::reads`]: on a SQLite file, read-only connections that run SQLite in the task
+    /// that asks; elsewhere the pool itself.
+    reads: AnyPool,
     backend: Backend,
     /// SQLite's group-commit writer; `None` on PostgreSQL (and for in-memory SQLite, whose
     /// connections each see a database of their own).
@@ -160,24 +163,34 @@ impl Store {
             .connect_with(options)
             .await
             .map_err(StoreError::Connect)?;
-        let writer = match database_file.filter(|_| backend == Backend::Sqlite && !in_memory) {
-            Some(file) => {
-                // The writer opens the file the pool made, and syncs its WAL, by absolute path.
-                let file = std::fs::canonicalize(&file)
-                    .map_err(|e| bad(&format!("cannot open {}: {e}", file.display())))?;
-                let sync = match synchronous {
-                    Synchronous::Full => Some(group_commit::wal_sync(&file)),
-                    Synchronous::Normal => None,
-                };
-                Some(
-                    group_commit::Writer::start(file, sync)
-                        .map_err(|e| StoreError::Connect(sqlx::Error::Io(e)))?,
-                )
-            }
-            None => None,
-        };
+        let (writer, reads) =
+            match database_file.filter(|_| backend == Backend::Sqlite && !in_memory) {
+                Some(file) => {
+                    // The writer opens the file the pool made, and syncs its WAL, by absolute path.
+                    let file = std::fs::canonicalize(&file)
+                        .map_err(|e| bad(&format!("cannot open {}: {e}", file.display())))?;
+                    let sync = match synchronous {
+                        Synchronous::Full => Some(group_commit::wal_sync(&file)),
+                        Synchronous::Normal => None,
+                    };
+                    let reads = AnyPoolOptions::new()
+                        // A read holds its connection only while it runs, on an async worker.
+                        .max_connections(4)
+                        .acquire_timeout(Duration::from_secs(10))
+                        .test_before_acquire(false)
+                        .connect_lazy_with(
+                            inline_sqlite::options(&file, inline_sqlite::Access::ReadOnly)
+                                .map_err(StoreError::Connect)?,
+                        );
+                    let writer = group_commit::Writer::start(file, sync)
+                        .map_err(|e| StoreError::Connect(sqlx::Error::Io(e)))?;
+                    (Some(writer), reads)
+                }
+                None => (None, pool.clone()),
+            };
         Ok(Store {
             pool,
+            reads,
             backend,
             writer,
         })
@@ -196,6 +209,15 @@ impl Store {
 
     pub fn pool(&self) -> &AnyPool {
         &self.pool
+    }
+
+    /// For a read on the request path that takes a row or a few by key and holds no
+    /// transaction: on a SQLite file it runs in the asking task, on a read-only connection
+    /// (`inline_sqlite`), not as a round trip to a connection's thread. It sees every write
+    /// committed before it starts. Not for scans or long reads: they would hold up an async
+    /// worker (use [`Store::pool`]). On PostgreSQL and in-memory SQLite, the pool.
+    pub fn reads(&self) -> &AnyPool {
+        &self.reads
     }
 
     /// Answers when the database does and takes writes: for `/readyz`. A writer stopped by a

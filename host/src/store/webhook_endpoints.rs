@@ -197,7 +197,7 @@ impl Store {
             "SELECT {COLUMNS} FROM webhook_endpoints WHERE id = $1"
         ))
         .bind(id)
-        .fetch_optional(self.pool())
+        .fetch_optional(self.reads())
         .await?;
         row.as_ref().map(record_of).transpose()
     }
