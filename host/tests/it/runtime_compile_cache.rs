@@ -135,9 +135,20 @@ async fn a_new_version_reuses_the_compiled_functions_it_shares() {
         .unwrap();
     let both = functions(cache.path());
     let added = both.len() - first.len();
+    // What inter compiles with nothing to share, in a cache of its own. What it adds beside
+    // efi varies from run to run (236 to 286 of about 530 seen), which a bound on efi's count
+    // made a flaky test; against inter alone the margin is wide.
+    let alone_cache = tempfile::tempdir().unwrap();
+    let alone_plugins = tempfile::tempdir().unwrap();
+    std::fs::write(alone_plugins.path().join("inter.wasm"), &inter).unwrap();
+    self::runtime(alone_plugins.path(), alone_cache.path())
+        .load_file(&alone_plugins.path().join("inter.wasm"))
+        .await
+        .unwrap();
+    let alone = functions(alone_cache.path()).len();
     assert!(
-        added > 0 && added < first.len() / 2,
-        "inter added {added} of {}",
+        added > 0 && added * 4 < alone * 3,
+        "inter added {added} beside efi's {}, and compiles {alone} alone",
         first.len()
     );
 
