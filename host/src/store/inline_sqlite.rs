@@ -974,18 +974,18 @@ mod tests {
         let mut tx = inline.begin_with("BEGIN IMMEDIATE").await.unwrap();
         insert(1).execute(&mut *tx).await.unwrap();
         {
-            let mut kept = (&mut tx).begin().await.unwrap();
+            let mut kept = tx.begin().await.unwrap();
             insert(2).execute(&mut *kept).await.unwrap();
             kept.commit().await.unwrap();
         }
         {
-            let mut dropped = (&mut tx).begin().await.unwrap();
+            let mut dropped = tx.begin().await.unwrap();
             insert(3).execute(&mut *dropped).await.unwrap();
             dropped.rollback().await.unwrap();
         }
         {
             // Dropped unfinished: rolled back at once.
-            let mut abandoned = (&mut tx).begin().await.unwrap();
+            let mut abandoned = tx.begin().await.unwrap();
             insert(4).execute(&mut *abandoned).await.unwrap();
         }
         insert(5).execute(&mut *tx).await.unwrap();
@@ -1003,7 +1003,7 @@ mod tests {
         // A savepoint statement is refused, as sqlx's driver refuses it.
         let mut tx = inline.begin().await.unwrap();
         assert!(matches!(
-            (&mut *tx).begin_with("BEGIN IMMEDIATE").await,
+            tx.begin_with("BEGIN IMMEDIATE").await,
             Err(Error::InvalidSavePointStatement)
         ));
     }
