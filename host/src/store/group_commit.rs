@@ -399,12 +399,15 @@ impl Store {
         F: WriteUnit<T>,
     {
         let Some(writer) = &self.writer else {
-            let mut tx = self.pool().begin().await?;
-            if durability == Durability::Deferred && self.backend == Backend::Postgres {
-                sqlx::query("SET LOCAL synchronous_commit = off")
-                    .execute(&mut *tx)
-                    .await?;
-            }
+            let mut tx = if durability == Durability::Deferred && self.backend == Backend::Postgres
+            {
+                // One round trip: the two statements go as one simple query.
+                self.pool()
+                    .begin_with("BEGIN; SET LOCAL synchronous_commit = off")
+                    .await?
+            } else {
+                self.pool().begin().await?
+            };
             let value = unit(&mut tx).await?;
             tx.commit().await?;
             return Ok(value);

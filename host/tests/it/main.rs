@@ -31,4 +31,5 @@ mod runtime_sandbox;
 mod runtime_stripe;
 mod safety_ops;
 mod serve_binary;
+mod store_durability;
 mod webhook_safety;
