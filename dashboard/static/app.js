@@ -62,6 +62,27 @@ function autoSubmit(root) {
   }
 }
 
+// <div data-needed-by="asaas random"> holds a payer field the cashier shows, and requires, only
+// while one of those PSPs is chosen in #provider (without this file every field shows and the
+// server reads the chosen PSP's).
+function payerFields(root) {
+  const select = root.querySelector('select#provider');
+  const fields = root.querySelectorAll('[data-needed-by]');
+  if (!select || fields.length === 0) return;
+  const update = () => {
+    for (const field of fields) {
+      const needed = field.dataset.neededBy.split(' ').includes(select.value);
+      field.hidden = !needed;
+      for (const input of field.querySelectorAll('input')) {
+        input.disabled = !needed;
+        input.required = needed;
+      }
+    }
+  };
+  select.addEventListener('change', update);
+  update();
+}
+
 // Closes the user menu when clicking elsewhere.
 function menus() {
   document.addEventListener('click', (event) => {
@@ -182,5 +203,6 @@ fileInputs(document);
 evidenceForms(document);
 confirmForms(document);
 autoSubmit(document);
+payerFields(document);
 menus();
 liveCharges(document);

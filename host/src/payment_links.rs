@@ -564,9 +564,8 @@ pub async fn by_slug(app: &App, slug: &str) -> Result<Option<PaymentLinkRecord>,
     }
 }
 
-/// The payer fields the checkout asks for: those the link's PSP requires; for `random`, none
-/// when some connected PSP takes a charge without any (the router then drops those that need
-/// them), otherwise those of the PSP that needs the fewest.
+/// The payer fields the checkout asks for: those the link's PSP requires; for `random`,
+/// [`crate::routing::payer_fields_for_random`] over the connected PSPs.
 pub async fn payer_fields(
     app: &App,
     link: &PaymentLinkRecord,
@@ -579,15 +578,16 @@ pub async fn payer_fields(
     if link.provider != "random" {
         return Ok(required(&link.provider).unwrap_or_default());
     }
-    Ok(app
+    let credentials = app
         .store
         .credentials(&link.merchant_id, link.environment)
-        .await?
-        .into_iter()
-        .filter(|c| c.active)
-        .filter_map(|c| required(&c.provider))
-        .min_by_key(Vec::len)
-        .unwrap_or_default())
+        .await?;
+    Ok(crate::routing::payer_fields_for_random(
+        credentials
+            .into_iter()
+            .filter(|c| c.active)
+            .filter_map(|c| required(&c.provider)),
+    ))
 }
 
 /// Why the checkout did not make a charge.

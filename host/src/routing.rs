@@ -129,6 +129,13 @@ pub fn missing_payer_field(required: &[PayerField], payer: &PayerInput) -> Optio
     })
 }
 
+/// The payer fields to ask for a `random` charge among PSPs that each need `each`: none when
+/// some PSP needs none (the router drops those needing fields a payer lacks), otherwise those
+/// of the PSP that needs fewest.
+pub fn payer_fields_for_random(each: impl IntoIterator<Item = Vec<PayerField>>) -> Vec<PayerField> {
+    each.into_iter().min_by_key(Vec::len).unwrap_or_default()
+}
+
 /// Why a candidate cannot be attempted for this payer, if it cannot.
 fn unusable<T>(candidate: &Candidate<T>, payer: &PayerInput) -> Option<String> {
     if !candidate.adapter_loaded {

@@ -1,6 +1,8 @@
 //! `/dashboard/cashier`: the point-of-sale screen. The operator types an amount (`19,90` or
-//! `19.90`), an optional description and picks a PSP (or `random`); a charge valid for 30
-//! minutes is created and its screen shows the QR code, the copy-and-paste code and a
+//! `19.90`), an optional description and picks a PSP (or `random`), and types the payer's
+//! details when that PSP needs them ([`super::payer`]: the page shows each field for the PSPs
+//! that need it, all of them without JavaScript, and only the chosen one's are read); a charge
+//! valid for 30 minutes is created and its screen shows the QR code, the copy-and-paste code and a
 //! countdown, and turns to paid by itself when the PSP confirms (server-sent events from
 //! [`crate::live::follow`], with a polling fallback). Nobody can mark a charge paid by hand.
 //!
@@ -21,12 +23,14 @@ use serde::Deserialize;
 use super::charges::visible_charge;
 use super::i18n::Lang;
 use super::page::{Page, WebError, render, render_status, see_other};
+use super::payer;
 use super::refusals::{Doing, Refusal};
 use super::session::{Posted, Viewer};
 use crate::app::App;
-use crate::charges::{ChargeInput, PayerInput, ProviderChoice};
+use crate::charges::{ChargeInput, ProviderChoice};
 use crate::domain::{Amount, Line, Reference};
 use crate::policy::Action;
+use crate::runtime::PayerField;
 use crate::store::charges::{ChargeRecord, ChargeState};
 
 pub fn router() -> Router<Arc<App>> {
@@ -69,9 +73,25 @@ fn require_cashier(viewer: &Viewer, headers: &HeaderMap) -> Result<(), WebError>
 }
 
 /// One PSP the operator can choose.
+#[derive(Clone)]
 pub struct ProviderOption {
     pub value: String,
     pub label: String,
+    /// The payer fields a charge there needs.
+    pub needs: Vec<PayerField>,
+}
+
+/// A payer field some PSP of the list needs: the page shows it for those PSPs only.
+pub struct AskedField {
+    /// The form field: `name`, `email` or `document`.
+    pub name: &'static str,
+    /// Its label's key.
+    pub label: &'static str,
+    /// The options (PSP ids, `random`) needing it, space-separated.
+    pub needed_by: String,
+    /// Which PSPs need it, in words.
+    pub help: String,
+    pub value: String,
 }
 
 #[derive(Template)]
@@ -81,6 +101,8 @@ struct CashierPage {
     /// The reference of the sale this form creates.
     sale: String,
     providers: Vec<ProviderOption>,
+    /// The payer fields the PSPs listed need.
+    payer: Vec<AskedField>,
     amount: String,
     description: String,
     provider: String,
@@ -147,19 +169,92 @@ async fn providers(app: &App, viewer: &Viewer) -> Result<Vec<ProviderOption>, We
         .into_iter()
         .map(|id| ProviderOption {
             label: app.runtime.display_name(&id),
+            needs: app
+                .runtime
+                .adapter(&id)
+                .map(|a| a.manifest().required_payer_fields.clone())
+                .unwrap_or_default(),
             value: id,
         })
         .collect();
     if options.len() > 1 {
+        let needs =
+            crate::routing::payer_fields_for_random(options.iter().map(|o| o.needs.clone()));
         options.insert(
             0,
             ProviderOption {
                 value: "random".into(),
                 label: viewer.lang.t("cashier.random").to_owned(),
+                needs,
             },
         );
     }
     Ok(options)
+}
+
+/// The cashier's form for `providers`, holding what `typed` holds.
+fn sale_page(
+    viewer: &Viewer,
+    providers: &[ProviderOption],
+    typed: &SaleForm,
+    error: Option<FormError>,
+) -> CashierPage {
+    let lang = viewer.lang;
+    let payer = [
+        (PayerField::Name, "name", "cashier.payer.name", &typed.name),
+        (
+            PayerField::Email,
+            "email",
+            "cashier.payer.email",
+            &typed.email,
+        ),
+        (
+            PayerField::Document,
+            "document",
+            "cashier.payer.document",
+            &typed.document,
+        ),
+    ]
+    .into_iter()
+    .filter_map(|(field, name, label, value)| {
+        let needing: Vec<&ProviderOption> = providers
+            .iter()
+            .filter(|p| p.needs.contains(&field))
+            .collect();
+        (!needing.is_empty()).then(|| AskedField {
+            name,
+            label,
+            needed_by: needing
+                .iter()
+                .map(|p| p.value.as_str())
+                .collect::<Vec<_>>()
+                .join(" "),
+            help: lang.tf(
+                "cashier.payer.needed_by",
+                &[(
+                    "psps",
+                    &needing
+                        .iter()
+                        .filter(|p| p.value != "random")
+                        .map(|p| p.label.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                )],
+            ),
+            value: value.clone(),
+        })
+    })
+    .collect();
+    CashierPage {
+        c: Page::new(viewer, "cashier.title"),
+        sale: typed.sale.clone(),
+        payer,
+        providers: providers.to_vec(),
+        amount: typed.amount.clone(),
+        description: typed.description.clone(),
+        provider: typed.provider.clone(),
+        error,
+    }
 }
 
 async fn form(
@@ -169,18 +264,15 @@ async fn form(
 ) -> Result<Response, WebError> {
     require_cashier(&viewer, &headers)?;
     let providers = providers(&app, &viewer).await?;
-    render(&CashierPage {
-        c: Page::new(&viewer, "cashier.title"),
+    let blank = SaleForm {
         provider: providers
             .first()
             .map(|p| p.value.clone())
             .unwrap_or_default(),
         sale: Reference::generate().to_string(),
-        providers,
-        amount: String::new(),
-        description: String::new(),
-        error: None,
-    })
+        ..SaleForm::default()
+    };
+    render(&sale_page(&viewer, &providers, &blank, None))
 }
 
 #[derive(Deserialize, Default)]
@@ -189,6 +281,10 @@ struct SaleForm {
     amount: String,
     description: String,
     provider: String,
+    /// The payer's details, when the PSP chosen needs them.
+    name: String,
+    email: String,
+    document: String,
     /// Chosen when the form was drawn: a form sent twice (a double tap, a resend after a lost
     /// answer) resumes the same charge instead of creating another.
     sale: String,
@@ -204,21 +300,7 @@ async fn create(
     let refuse = |error: FormError| {
         render_status(
             StatusCode::UNPROCESSABLE_ENTITY,
-            &CashierPage {
-                c: Page::new(&viewer, "cashier.title"),
-                sale: form.sale.clone(),
-                providers: providers
-                    .iter()
-                    .map(|p| ProviderOption {
-                        value: p.value.clone(),
-                        label: p.label.clone(),
-                    })
-                    .collect(),
-                amount: form.amount.clone(),
-                description: form.description.clone(),
-                provider: form.provider.clone(),
-                error: Some(error),
-            },
+            &sale_page(&viewer, &providers, &form, Some(error)),
         )
     };
     let lang = viewer.lang;
@@ -247,6 +329,15 @@ async fn create(
             lang.t("cashier.error.provider").to_owned(),
         ));
     };
+    let typed = payer::Typed {
+        name: &form.name,
+        email: &form.email,
+        document: &form.document,
+    };
+    let payer = match payer::parse(lang, typed, &choice.needs, payer::Typist::Operator) {
+        Ok(payer) => payer,
+        Err((field, message)) => return refuse(FormError::at(field, message)),
+    };
     // The sale's reference was drawn with the form. A charge with it exists already when the
     // form was sent twice: show that one. References are random and known only to their
     // merchant; one of another merchant is refused all the same.
@@ -270,7 +361,7 @@ async fn create(
             ProviderChoice::One(choice.value.clone())
         },
         description,
-        payer: PayerInput::default(),
+        payer,
         expires_in: VALIDITY_SECS,
         metadata: Default::default(),
         payment_link: None,

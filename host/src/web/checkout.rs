@@ -27,11 +27,12 @@ use serde::Deserialize;
 use super::cashier::{LiveCharge, status_json};
 use super::i18n::Lang;
 use super::page::{WebError, format_time, see_other};
+use super::payer;
 use super::refusals::PayerCan;
 use super::session::{Visitor, VisitorPosted, cookie};
 use crate::app::App;
-use crate::charges::{ChargeError, PayerInput};
-use crate::domain::{Amount, Document, Email, Environment, Line, Reference};
+use crate::charges::ChargeError;
+use crate::domain::{Amount, Environment, Reference};
 use crate::payment_links::{self, AmountRefused, Availability, PayError, Price};
 use crate::runtime::PayerField;
 use crate::store::charges::{ChargeRecord, ChargeState};
@@ -51,8 +52,6 @@ const SESSION_SECS: i64 = 24 * 3600;
 /// A charge still at its PSP this long after the first press is taken to be abandoned (the
 /// gateway stopped mid-call); pressing pay again resumes it with the same reference.
 const CREATING_PATIENCE_MS: i64 = 60_000;
-/// The longest payer name accepted, as the API's.
-const MAX_PAYER_NAME_CHARS: usize = 200;
 
 /// The cookie holding the payer's reference for one link.
 fn session_cookie_name(link: &PaymentLinkRecord) -> String {
@@ -487,35 +486,6 @@ async fn page_for(
     pay_page(app, ctx, visitor, PayForm::default(), None, StatusCode::OK).await
 }
 
-/// The payer fields typed, parsed; the first refusal otherwise.
-fn payer_of(
-    lang: Lang,
-    form: &PayForm,
-    fields: &[PayerField],
-) -> Result<PayerInput, (&'static str, String)> {
-    let mut payer = PayerInput::default();
-    let refuse = |field: &'static str, key: &str| (field, lang.t(key).to_owned());
-    if fields.contains(&PayerField::Name) {
-        // The API's rule (`Line`): one line, no control character of any kind.
-        payer.name = Some(
-            Line::parse("name", &form.name, MAX_PAYER_NAME_CHARS)
-                .map_err(|_| refuse("name", "checkout.error.name"))?,
-        );
-    }
-    if fields.contains(&PayerField::Email) {
-        payer.email = Some(
-            Email::parse(form.email.trim()).map_err(|_| refuse("email", "checkout.error.email"))?,
-        );
-    }
-    if fields.contains(&PayerField::Document) {
-        payer.document = Some(
-            Document::parse(form.document.trim())
-                .map_err(|_| refuse("document", "checkout.error.document"))?,
-        );
-    }
-    Ok(payer)
-}
-
 /// What the payer reads when their amount is refused.
 fn amount_refusal(lang: Lang, refused: AmountRefused) -> (&'static str, String) {
     let money = |a: Amount| lang.money(a.centavos() as i64);
@@ -578,7 +548,12 @@ async fn pay(
         .await;
     }
     let fields = payment_links::payer_fields(&app, &ctx.link).await?;
-    let payer = match payer_of(lang, &form, &fields) {
+    let details = payer::Typed {
+        name: &form.name,
+        email: &form.email,
+        document: &form.document,
+    };
+    let payer = match payer::parse(lang, details, &fields, payer::Typist::Payer) {
         Ok(payer) => payer,
         Err(error) => return refuse(form, error, StatusCode::UNPROCESSABLE_ENTITY).await,
     };
@@ -747,66 +722,4 @@ async fn stream(
     Ok(Sse::new(events)
         .keep_alive(KeepAlive::default())
         .into_response())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn typed(name: &str) -> PayForm {
-        PayForm {
-            name: name.into(),
-            ..Default::default()
-        }
-    }
-
-    /// No shipped adapter asks for the payer's name yet, so no page can show the field; the
-    /// form's rule is pinned here, the same as the API's (`Line`).
-    #[test]
-    fn a_payer_name_is_one_line_without_control_characters() {
-        let asked = [PayerField::Name];
-        let too_long = "a".repeat(MAX_PAYER_NAME_CHARS + 1);
-        for bad in [
-            "",
-            "   ",
-            "Ana\u{202e}Souza",
-            "Ana\u{2028}Souza",
-            "Ana\nSouza",
-            "Ana\tSouza",
-            "Ana\u{7}",
-            too_long.as_str(),
-        ] {
-            let refused = payer_of(Lang::PtBr, &typed(bad), &asked).unwrap_err();
-            assert_eq!(
-                refused,
-                (
-                    "name",
-                    "Digite o seu nome completo, em uma linha, sem caracteres de controle \
-                     invisíveis."
-                        .to_owned()
-                ),
-                "{bad:?}"
-            );
-            assert_eq!(
-                payer_of(Lang::En, &typed(bad), &asked).unwrap_err(),
-                (
-                    "name",
-                    "Type your full name on one line, without invisible control characters."
-                        .to_owned()
-                ),
-                "{bad:?}"
-            );
-        }
-        let payer = payer_of(Lang::En, &typed("  Ana Souza "), &asked).unwrap();
-        assert_eq!(
-            payer.name.map(Line::into_string).as_deref(),
-            Some("Ana Souza")
-        );
-        let longest = "a".repeat(MAX_PAYER_NAME_CHARS);
-        let payer = payer_of(Lang::En, &typed(&longest), &asked).unwrap();
-        assert_eq!(payer.name.map(Line::into_string), Some(longest));
-        // A name the PSP does not need is not read at all.
-        let payer = payer_of(Lang::En, &typed("Ana\u{202e}"), &[]).unwrap();
-        assert!(payer.name.is_none());
-    }
 }

@@ -37,6 +37,7 @@ pub mod i18n;
 pub mod links;
 pub mod overview;
 pub mod page;
+pub mod payer;
 pub mod plan;
 pub mod psps;
 pub mod refusals;

@@ -373,7 +373,7 @@ mod tests {
             r.message,
             "No PSP took the charge (efi, stripe). Stripe did not create the charge."
         );
-        // A PSP that needs a payer field the cashier does not ask for.
+        // A PSP that needs a payer field the form left empty.
         let e = from_charge_error(
             ChargeError::PayerFieldRequired {
                 provider: "mercadopago".into(),
@@ -390,8 +390,7 @@ mod tests {
         );
         assert_eq!(
             r.message,
-            "O Mercado Pago precisa do e-mail do pagador para gerar um Pix, e o caixa não pede \
-             esse dado."
+            "O Mercado Pago precisa do e-mail do pagador para gerar um Pix."
         );
     }
 

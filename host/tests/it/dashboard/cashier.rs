@@ -1,7 +1,7 @@
 //! The cashier in a browser: type an amount, the QR code appears (and decodes to the
 //! copy-and-paste code), the PSP is paid at the simulator, and the screen turns to paid by
 //! itself. Also on a phone-sized screen, and over HTTP: who sees which sale, cancel, amounts
-//! typed both ways, a form sent twice.
+//! typed both ways, a form sent twice, the payer details a PSP needs.
 
 use std::time::{Duration, Instant};
 
@@ -366,20 +366,7 @@ fn alert_text(page: &Answer, id: &str) -> String {
 
 /// Posts a sale of `amount` at `provider` from a fresh form.
 async fn post_sale(owner: &Visitor, amount: &str, provider: &str) -> Answer {
-    let form = owner.get("/dashboard/cashier").await;
-    form.assert_ok();
-    let sale = form.input_value("sale").unwrap();
-    owner
-        .post(
-            "/dashboard/cashier",
-            &[
-                ("amount", amount),
-                ("description", ""),
-                ("provider", provider),
-                ("sale", &sale),
-            ],
-        )
-        .await
+    post_sale_for(owner, amount, provider, &[]).await
 }
 
 /// A PSP's refusal at the cashier, in the operator's language: what happened, the PSP's own
@@ -458,4 +445,195 @@ async fn a_psp_refusal_is_explained_in_the_cashiers_language() {
     post_sale(owner, "0,50", "stripe")
         .await
         .assert_redirect("/dashboard/cashier/chg_");
+}
+
+/// Posts a sale of `amount` at `provider` from a fresh form, with the payer fields given.
+async fn post_sale_for(
+    owner: &Visitor,
+    amount: &str,
+    provider: &str,
+    payer: &[(&str, &str)],
+) -> Answer {
+    let form = owner.get("/dashboard/cashier").await;
+    form.assert_ok();
+    let sale = form.input_value("sale").unwrap();
+    let mut fields = vec![
+        ("amount", amount),
+        ("description", ""),
+        ("provider", provider),
+        ("sale", &sale),
+    ];
+    fields.extend_from_slice(payer);
+    owner.post("/dashboard/cashier", &fields).await
+}
+
+crate::both_backends!(the_cashier_asks_for_the_payer_details_the_psp_needs);
+/// The cashier asks for the payer's details the PSP chosen needs (PagBank the CPF or CNPJ,
+/// Mercado Pago the e-mail: their adapters' required payer fields), checks them as the API
+/// does, and passes them on; a PSP that needs none never reads them.
+async fn the_cashier_asks_for_the_payer_details_the_psp_needs(backend: Backend) {
+    let db = TestDb::new(backend).await;
+    let sim = start_sim().await;
+    let gw = Gateway::start(
+        &db,
+        &sim,
+        &["efi", "pagbank", "mercadopago"],
+        GatewayOptions::default(),
+    )
+    .await;
+    let shop = Shop::open(&db, &gw, &sim, "Loja", "dono@loja.com.br").await;
+    gw.connect(&sim, &shop.test_key, "pagbank", &[]).await;
+    gw.connect(&sim, &shop.test_key, "mercadopago", &[]).await;
+    let owner = &shop.owner;
+
+    // Each field is there for the PSPs that need it; `random` needs none (efi takes a charge
+    // without), and nobody needs the name.
+    let form = owner.get("/dashboard/cashier").await;
+    form.assert_ok();
+    assert!(
+        form.body
+            .contains(r#"id="payer-document-field" data-needed-by="pagbank""#),
+        "{}",
+        form.body
+    );
+    assert!(
+        form.body
+            .contains(r#"id="payer-email-field" data-needed-by="mercadopago""#)
+    );
+    assert!(!form.body.contains(r#"name="name""#));
+    assert_eq!(
+        super::charges::element_text(&form.body, "payer-document-help").as_deref(),
+        Some("Needed by PagBank to create the Pix.")
+    );
+
+    // Missing or wrong: refused at the field, what was typed kept, nothing at the PSP.
+    let at_pagbank = async || {
+        sim_control(&sim, "/_sim/charges?provider=pagbank", None)
+            .await
+            .as_array()
+            .unwrap()
+            .len()
+    };
+    for typed in ["", "529.982.247-26"] {
+        let refused = post_sale_for(owner, "30,00", "pagbank", &[("document", typed)]).await;
+        assert_eq!(refused.status, 422, "{}", refused.text());
+        assert_eq!(
+            super::charges::element_text(&refused.body, "payer-document-error").as_deref(),
+            Some("Invalid payer CPF or CNPJ. Check the numbers.")
+        );
+        assert_eq!(refused.input_value("document").as_deref(), Some(typed));
+        assert_eq!(refused.input_value("amount").as_deref(), Some("30,00"));
+    }
+    assert_eq!(at_pagbank().await, 0);
+
+    // Typed as people type it: the charge is made at PagBank with the CPF.
+    let made = post_sale_for(owner, "30,00", "pagbank", &[("document", "529.982.247-25")]).await;
+    let id = made
+        .assert_redirect("/dashboard/cashier/chg_")
+        .rsplit('/')
+        .next()
+        .unwrap()
+        .to_owned();
+    let (_, charge) = gw.get(&format!("/v1/charges/{id}"), &shop.test_key).await;
+    assert_eq!(
+        (
+            &charge["provider"],
+            &charge["payer"]["document"],
+            &charge["status"]
+        ),
+        (&json!("pagbank"), &json!("52998224725"), &json!("pending")),
+        "{charge}"
+    );
+    assert_eq!(at_pagbank().await, 1);
+
+    // Mercado Pago: the e-mail.
+    let refused = post_sale_for(owner, "12,00", "mercadopago", &[("email", "ana@")]).await;
+    assert_eq!(
+        super::charges::element_text(&refused.body, "payer-email-error").as_deref(),
+        Some("Type the payer's e-mail address, like name@example.com.")
+    );
+    let made = post_sale_for(
+        owner,
+        "12,00",
+        "mercadopago",
+        &[("email", " ana@example.com ")],
+    )
+    .await;
+    let id = made
+        .assert_redirect("/dashboard/cashier/chg_")
+        .rsplit('/')
+        .next()
+        .unwrap()
+        .to_owned();
+    let (_, charge) = gw.get(&format!("/v1/charges/{id}"), &shop.test_key).await;
+    assert_eq!(charge["payer"]["email"], "ana@example.com", "{charge}");
+
+    // efi needs neither: what the fields hold (a page without JavaScript shows them all) is
+    // not read, nor refused.
+    let made = post_sale_for(
+        owner,
+        "5,00",
+        "efi",
+        &[("document", "not a document"), ("email", "ana@")],
+    )
+    .await;
+    let id = made
+        .assert_redirect("/dashboard/cashier/chg_")
+        .rsplit('/')
+        .next()
+        .unwrap()
+        .to_owned();
+    let (_, charge) = gw.get(&format!("/v1/charges/{id}"), &shop.test_key).await;
+    assert_eq!(charge["provider"], "efi");
+    assert_eq!(charge["payer"]["document"], Value::Null, "{charge}");
+    assert_eq!(charge["payer"]["email"], Value::Null, "{charge}");
+}
+
+/// In a browser the payer fields follow the PSP chosen: shown and required for the one that
+/// needs them, hidden (and not sent) otherwise.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_cashiers_payer_fields_follow_the_psp_chosen() {
+    let db = TestDb::new(Backend::Sqlite).await;
+    let sim = start_sim().await;
+    let gw = Gateway::start(&db, &sim, &["efi", "pagbank"], GatewayOptions::default()).await;
+    let shop = Shop::open(&db, &gw, &sim, "Mercearia", "rui@mercearia.com.br").await;
+    gw.connect(&sim, &shop.test_key, "pagbank", &[]).await;
+    let browser = Browser::start(&gw.url).await;
+    sign_in(&browser, "rui@mercearia.com.br").await;
+    browser.goto("/dashboard/cashier").await;
+    let shown = async || {
+        browser
+            .client
+            .execute(
+                "const f = document.getElementById('payer-document-field'); \
+                 const i = document.getElementById('payer-document'); \
+                 return [!f.hidden && f.offsetHeight > 0, i.required, i.disabled];",
+                vec![],
+            )
+            .await
+            .unwrap()
+    };
+    // `random` first: efi takes charges without a CPF.
+    assert_eq!(shown().await, json!([false, false, true]));
+    browser.select("#provider", "pagbank").await;
+    assert_eq!(shown().await, json!([true, true, false]));
+    browser.fill("#amount", "8,40").await;
+    browser.fill("#payer-document", "529.982.247-25").await;
+    browser.screenshots("cashier-payer-document").await;
+    browser.click("#create-sale").await;
+    browser.find(".live-charge[data-state=pending] #qr").await;
+    let id = browser
+        .path()
+        .await
+        .strip_prefix("/dashboard/cashier/")
+        .unwrap()
+        .to_owned();
+    let (_, charge) = gw.get(&format!("/v1/charges/{id}"), &shop.test_key).await;
+    assert_eq!(charge["payer"]["document"], "52998224725", "{charge}");
+
+    browser.goto("/dashboard/cashier").await;
+    browser.select("#provider", "pagbank").await;
+    browser.select("#provider", "efi").await;
+    assert_eq!(shown().await, json!([false, false, true]));
+    browser.close().await;
 }
