@@ -24,7 +24,7 @@ use super::charges::visible_charge;
 use super::i18n::Lang;
 use super::page::{Page, WebError, render, render_status, see_other};
 use super::payer;
-use super::refusals::{Doing, Refusal};
+use super::refusals::{self, Doing, Refusal};
 use super::session::{Posted, Viewer};
 use crate::app::App;
 use crate::charges::{ChargeInput, ProviderChoice};
@@ -388,25 +388,12 @@ async fn create(
             })
         }
         Err(e) => {
-            let e = crate::api::psp_failure::from_charge_error(e, caller.environment);
-            if e.status.is_server_error()
-                && e.body.psp_message.is_none()
-                && e.body.provider.is_none()
-            {
-                return Err(WebError::internal(lang, &e.body.message));
-            }
-            // The PSP tried last (`random`), else the one chosen.
-            let psp = match &e.body.provider {
-                Some(provider) => app.runtime.display_name(provider),
-                None => choice.label.clone(),
-            };
-            refuse(FormError::refused(super::refusals::for_merchant(
-                lang,
-                &e,
-                &psp,
-                caller.environment,
-                Doing::Create,
-            )))
+            let (_, refusal) =
+                refusals::of_charge_error(lang, e, caller.environment, Doing::Create, |named| {
+                    // The PSP tried last (`random`), else the one chosen.
+                    named.map_or_else(|| choice.label.clone(), |p| app.runtime.display_name(p))
+                })?;
+            refuse(FormError::refused(refusal))
         }
     }
 }
@@ -608,20 +595,13 @@ async fn cancel(
     {
         Ok(_) => Ok(see_other(&format!("/dashboard/cashier/{id}"))),
         Err(e) => {
-            let e = crate::api::psp_failure::from_charge_error(e, caller.environment);
-            if e.status.is_server_error()
-                && e.body.psp_message.is_none()
-                && e.body.provider.is_none()
-            {
-                return Err(WebError::internal(viewer.lang, &e.body.message));
-            }
-            let refusal = super::refusals::for_merchant(
+            let (_, refusal) = refusals::of_charge_error(
                 viewer.lang,
-                &e,
-                &app.runtime.display_name(&charge.provider),
+                e,
                 caller.environment,
                 Doing::Cancel,
-            );
+                |_| app.runtime.display_name(&charge.provider),
+            )?;
             let current = visible_charge(&app, &viewer, &id).await?;
             render_status(
                 StatusCode::UNPROCESSABLE_ENTITY,

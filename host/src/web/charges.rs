@@ -2,7 +2,8 @@
 //! status, PSP and São Paulo days, a page at a time ("older" follows a cursor);
 //! `/dashboard/charges/{id}`: one charge with its Pix code while it can be paid, the tries at
 //! PSPs, its events and their deliveries, and a cancel button that goes through the same service
-//! as `POST /v1/charges/{id}/cancel`.
+//! as `POST /v1/charges/{id}/cancel`; a refusal reads as the cashier's ([`super::refusals`]),
+//! with the API's status.
 //!
 //! A viewer without [`Action::ViewAllCharges`] (a cashier) sees only the charges they made:
 //! [`operator_scope`] is that rule, for the list, the detail and the cancel alike. Anything the
@@ -24,12 +25,10 @@ use serde::Deserialize;
 
 use super::i18n::Lang;
 use super::page::{Page, WebError, render, render_status, see_other_with};
+use super::refusals::{self, Doing, Refusal};
 use super::session::{Posted, Viewer};
 use crate::app::App;
-use crate::charges::ChargeError;
-use crate::domain::Environment;
 use crate::policy::Action;
-use crate::runtime::CallError;
 use crate::store::charges::{ChargeFilter, ChargeRecord, ChargeState};
 use crate::store::events::{DeliveryRecord, EventRecord};
 use crate::store::routing::AttemptRow;
@@ -328,13 +327,6 @@ async fn list(
     render(&page)
 }
 
-/// What the PSP (or the gateway) answered to a cancel, for the page.
-struct CancelFailure {
-    message: String,
-    /// The PSP's own words, verbatim.
-    psp_message: Option<String>,
-}
-
 /// A delivery's status as a badge class.
 fn delivery_badge(status: &str) -> &'static str {
     match status {
@@ -363,7 +355,8 @@ pub(super) struct DetailPage {
     can_cancel: bool,
     /// The charge can still be paid but its PSP offers no cancel.
     cancel_unsupported: bool,
-    failure: Option<CancelFailure>,
+    /// Why the cancel just asked for did not happen.
+    failure: Option<Refusal>,
     /// The sale's photos and places ([`super::evidence`]), when the viewer may see them.
     evidence: Vec<super::evidence::EvidenceView>,
     can_view_evidence: bool,
@@ -522,6 +515,7 @@ async fn cancel(
 ) -> Result<Response, WebError> {
     viewer.require(Action::CancelCharge)?;
     let charge = visible_charge(&app, &viewer, &id).await?;
+    let provider = charge.provider.clone();
     let caller = viewer.caller();
     let outcome = app
         .charges
@@ -534,62 +528,19 @@ async fn cancel(
                 "flash.charge_canceled",
             ));
         }
-        Err(error) => failure_of(error, viewer.lang, caller.environment)?,
+        Err(error) => refusals::of_charge_error(
+            viewer.lang,
+            error,
+            caller.environment,
+            Doing::Cancel,
+            |_| app.runtime.display_name(&provider),
+        )?,
     };
     // The page as it is now (the PSP may have moved the charge meanwhile), with the reason.
     let charge = visible_charge(&app, &viewer, &id).await?;
     let mut page = detail_page(&app, &viewer, charge).await?;
     page.failure = Some(failure);
     render_status(status, &page)
-}
-
-/// Why a cancel did not happen, in the viewer's words, with the PSP's own message when it
-/// gave one; the gateway's own failures are an error page.
-fn failure_of(
-    error: ChargeError,
-    lang: Lang,
-    environment: Environment,
-) -> Result<(StatusCode, CancelFailure), WebError> {
-    let plain = |message: String| CancelFailure {
-        message,
-        psp_message: None,
-    };
-    Ok(match error {
-        ChargeError::NotCancelable { status } => (
-            StatusCode::CONFLICT,
-            plain(lang.tf(
-                "charges.cancel.not_cancelable",
-                &[("status", lang.t(status_key(status)))],
-            )),
-        ),
-        ChargeError::CancelUnsupported { .. } => (
-            StatusCode::CONFLICT,
-            plain(lang.t("charges.cancel.unsupported").to_owned()),
-        ),
-        ChargeError::UnknownProvider { provider, .. } => (
-            StatusCode::CONFLICT,
-            plain(lang.tf("charges.cancel.no_adapter", &[("provider", &provider)])),
-        ),
-        ChargeError::Psp(call @ CallError::Psp { .. }) => {
-            // The API's reading of a PSP failure gives the PSP's words verbatim.
-            let api = crate::api::psp_failure::from_call(&call, environment);
-            (
-                StatusCode::BAD_GATEWAY,
-                CancelFailure {
-                    message: lang.t("charges.cancel.psp_refused").to_owned(),
-                    psp_message: api.body.psp_message,
-                },
-            )
-        }
-        ChargeError::Psp(fault @ CallError::Fault { .. }) => {
-            tracing::warn!(error = %fault, "cancel: adapter failed");
-            (
-                StatusCode::BAD_GATEWAY,
-                plain(lang.t("charges.cancel.adapter_failed").to_owned()),
-            )
-        }
-        other => return Err(WebError::internal(lang, other)),
-    })
 }
 
 #[cfg(test)]

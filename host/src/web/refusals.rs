@@ -1,15 +1,20 @@
 //! A failed charge operation as the dashboard shows it, in the viewer's language: what
 //! happened, the PSP's own words verbatim, and what usually fixes it. The credential page, the
-//! cashier and the public checkout read the API's error `code` ([`crate::api::psp_failure`])
-//! through this one table, never its English `message` or `hint`.
+//! cashier, the charge page and the public checkout read the API's error `code`
+//! ([`crate::api::psp_failure`]) through this one table, never its English `message` or
+//! `hint`.
 //!
 //! Merchants get set-up advice (credentials, certificate, Pix key, the PSP's limits). Payers at
 //! a checkout get only what they can act on: another amount, their own details, trying again
 //! in a moment, or asking the store; never the merchant's set-up, and never the PSP's words,
 //! which go to the log.
 
+use axum::http::StatusCode;
+
 use super::i18n::Lang;
+use super::page::WebError;
 use crate::api::error::ApiError;
+use crate::charges::ChargeError;
 use crate::domain::Environment;
 
 /// What a payer can do about a refusal.
@@ -94,6 +99,25 @@ pub struct Refusal {
     pub psp_message: Option<String>,
     /// What usually fixes it.
     pub hint: Option<String>,
+}
+
+/// A failed charge operation (create, cancel) for a merchant's page: the HTTP status the API
+/// gives it and the [`Refusal`], naming the PSP with `psp_name` (given the PSP the API error
+/// names, if any). The gateway's own failures (a server error naming no PSP) are an error
+/// page instead, their details in the log.
+pub fn of_charge_error(
+    lang: Lang,
+    error: ChargeError,
+    environment: Environment,
+    doing: Doing,
+    psp_name: impl FnOnce(Option<&str>) -> String,
+) -> Result<(StatusCode, Refusal), WebError> {
+    let e = crate::api::psp_failure::from_charge_error(error, environment);
+    if e.status.is_server_error() && e.body.psp_message.is_none() && e.body.provider.is_none() {
+        return Err(WebError::internal(lang, &e.body.message));
+    }
+    let psp = psp_name(e.body.provider.as_deref());
+    Ok((e.status, for_merchant(lang, &e, &psp, environment, doing)))
 }
 
 /// The merchant's words for a failed charge operation (`error`, as the API would answer it):

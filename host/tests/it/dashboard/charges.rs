@@ -431,13 +431,25 @@ async fn detail_shows_the_pix_code_tries_and_events_and_cancels(backend: Backend
         .owner
         .post(&format!("{}/cancel", path(&pending)), &[])
         .await;
+    // In the cashier's words (`web/refusals`), with the API's status: what happened, the
+    // PSP's own words, what to do.
     assert_eq!(refused.status, 502, "{}", refused.text());
+    assert_eq!(
+        element_text(&refused.body, "cancel-error").as_deref(),
+        Some("Efí Bank did not cancel the charge.")
+    );
     assert!(
-        refused
-            .text()
-            .contains("The PSP did not cancel the charge. Its answer: A cobrança está em análise e não pode ser removida"),
+        refused.text().contains(
+            "Efí Bank did not cancel the charge. The PSP said: A cobrança está em análise e não \
+             pode ser removida Efí Bank's answer says why: fix what it names and try again."
+        ),
         "{}",
         refused.text()
+    );
+    assert_eq!(
+        element_text(&refused.body, "psp-message").as_deref(),
+        Some("A cobrança está em análise e não pode ser removida"),
+        "the PSP's words, verbatim"
     );
     assert_eq!(
         element_text(&refused.body, "charge-status").as_deref(),
@@ -491,7 +503,7 @@ async fn detail_shows_the_pix_code_tries_and_events_and_cancels(backend: Backend
     assert_eq!(again.status, 409);
     assert_eq!(
         element_text(&again.body, "cancel-error").as_deref(),
-        Some("This charge can no longer be canceled: its status is \"Canceled\".")
+        Some("The charge can no longer be canceled: it is no longer awaiting payment.")
     );
 
     // Another merchant's charge does not exist here, to look at or to cancel.
