@@ -26,6 +26,11 @@ async fn sell(browser: &Browser, amount: &str) -> String {
     browser.goto("/dashboard/cashier").await;
     browser.fill("#amount", amount).await;
     browser.click("#create-sale").await;
+    sale_on_screen(browser).await
+}
+
+/// Waits for a sale's live screen; returns its charge id.
+async fn sale_on_screen(browser: &Browser) -> String {
     browser.find(".live-charge[data-state=pending] #qr").await;
     let path = browser.path().await;
     path.strip_prefix("/dashboard/cashier/").unwrap().to_owned()
@@ -467,6 +472,18 @@ async fn post_sale_for(
     owner.post("/dashboard/cashier", &fields).await
 }
 
+/// The charge a sale posted at the cashier created, as the API shows it.
+async fn created(gw: &Gateway, key: &str, answer: &Answer) -> Value {
+    let id = answer
+        .assert_redirect("/dashboard/cashier/chg_")
+        .rsplit('/')
+        .next()
+        .unwrap();
+    let (status, charge) = gw.get(&format!("/v1/charges/{id}"), key).await;
+    assert_eq!(status, 200, "{charge}");
+    charge
+}
+
 crate::both_backends!(the_cashier_asks_for_the_payer_details_the_psp_needs);
 /// The cashier asks for the payer's details the PSP chosen needs (PagBank the CPF or CNPJ,
 /// Mercado Pago the e-mail: their adapters' required payer fields), checks them as the API
@@ -528,13 +545,7 @@ async fn the_cashier_asks_for_the_payer_details_the_psp_needs(backend: Backend) 
 
     // Typed as people type it: the charge is made at PagBank with the CPF.
     let made = post_sale_for(owner, "30,00", "pagbank", &[("document", "529.982.247-25")]).await;
-    let id = made
-        .assert_redirect("/dashboard/cashier/chg_")
-        .rsplit('/')
-        .next()
-        .unwrap()
-        .to_owned();
-    let (_, charge) = gw.get(&format!("/v1/charges/{id}"), &shop.test_key).await;
+    let charge = created(&gw, &shop.test_key, &made).await;
     assert_eq!(
         (
             &charge["provider"],
@@ -559,13 +570,7 @@ async fn the_cashier_asks_for_the_payer_details_the_psp_needs(backend: Backend) 
         &[("email", " ana@example.com ")],
     )
     .await;
-    let id = made
-        .assert_redirect("/dashboard/cashier/chg_")
-        .rsplit('/')
-        .next()
-        .unwrap()
-        .to_owned();
-    let (_, charge) = gw.get(&format!("/v1/charges/{id}"), &shop.test_key).await;
+    let charge = created(&gw, &shop.test_key, &made).await;
     assert_eq!(charge["payer"]["email"], "ana@example.com", "{charge}");
 
     // efi needs neither: what the fields hold (a page without JavaScript shows them all) is
@@ -577,13 +582,7 @@ async fn the_cashier_asks_for_the_payer_details_the_psp_needs(backend: Backend) 
         &[("document", "not a document"), ("email", "ana@")],
     )
     .await;
-    let id = made
-        .assert_redirect("/dashboard/cashier/chg_")
-        .rsplit('/')
-        .next()
-        .unwrap()
-        .to_owned();
-    let (_, charge) = gw.get(&format!("/v1/charges/{id}"), &shop.test_key).await;
+    let charge = created(&gw, &shop.test_key, &made).await;
     assert_eq!(charge["provider"], "efi");
     assert_eq!(charge["payer"]["document"], Value::Null, "{charge}");
     assert_eq!(charge["payer"]["email"], Value::Null, "{charge}");
@@ -621,13 +620,7 @@ async fn the_cashiers_payer_fields_follow_the_psp_chosen() {
     browser.fill("#payer-document", "529.982.247-25").await;
     browser.screenshots("cashier-payer-document").await;
     browser.click("#create-sale").await;
-    browser.find(".live-charge[data-state=pending] #qr").await;
-    let id = browser
-        .path()
-        .await
-        .strip_prefix("/dashboard/cashier/")
-        .unwrap()
-        .to_owned();
+    let id = sale_on_screen(&browser).await;
     let (_, charge) = gw.get(&format!("/v1/charges/{id}"), &shop.test_key).await;
     assert_eq!(charge["payer"]["document"], "52998224725", "{charge}");
 
