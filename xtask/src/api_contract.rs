@@ -10,6 +10,7 @@
 //! Schemathesis is a Python tool: `.ci/run` installs the pinned [`SCHEMATHESIS_VERSION`] with
 //! pip; elsewhere `pip install schemathesis==<version>` (the command says so when it is missing).
 
+use std::path::Path;
 use std::process::Command;
 
 use anyhow::{Context, bail};
@@ -25,7 +26,8 @@ const MAX_EXAMPLES: &str = "30";
 /// A fixed seed: a failure here fails again on the next run.
 const SEED: &str = "20261122";
 
-pub fn api_contract() -> anyhow::Result<()> {
+/// `built`: a folder holding `pixgw` and `psp-sim` built already (else the demo builds them).
+pub fn api_contract(built: Option<&Path>) -> anyhow::Result<()> {
     let schemathesis = std::env::var("SCHEMATHESIS").unwrap_or_else(|_| "schemathesis".into());
     let version = Command::new(&schemathesis).arg("--version").output();
     match version {
@@ -48,6 +50,7 @@ pub fn api_contract() -> anyhow::Result<()> {
     let demo = Demo::start(
         "api-contract",
         &[("PIXGW_RATE_LIMIT", "0"), ("PIXGW_AUTH_FAILURE_LIMIT", "0")],
+        built,
     )?;
     let (url, key) = (demo.var("PIXGW_URL")?, demo.var("PIXGW_API_KEY")?);
     let reports = demo.dir.join("report");

@@ -129,7 +129,8 @@ pub fn wait_http(url: &str, timeout: Duration) -> anyhow::Result<()> {
 
 /// A `cargo xtask demo` on free ports in `target/<name>`, ended with its whole process group
 /// when dropped. `env` adds to the demo's environment (`PIXGW_DEMO_*` settings, gateway
-/// `PIXGW_*` variables).
+/// `PIXGW_*` variables); `built` names a folder of binaries to run instead of building them
+/// (`PIXGW_DEMO_BIN_DIR`).
 pub struct Demo {
     child: Child,
     pub dir: PathBuf,
@@ -137,7 +138,7 @@ pub struct Demo {
 }
 
 impl Demo {
-    pub fn start(name: &str, env: &[(&str, &str)]) -> anyhow::Result<Demo> {
+    pub fn start(name: &str, env: &[(&str, &str)], built: Option<&Path>) -> anyhow::Result<Demo> {
         use std::os::unix::process::CommandExt;
         let dir = target_dir().join(name);
         let env_file = dir.join("demo.env");
@@ -152,6 +153,7 @@ impl Demo {
             .env("PIXGW_LISTEN", free_addr()?)
             .env("PSP_SIM_ADDR", free_addr()?)
             .envs(env.iter().copied())
+            .envs(built.map(|dir| ("PIXGW_DEMO_BIN_DIR", dir)))
             .stdout(log.try_clone()?)
             .stderr(log)
             // Its own group: the gateway and simulator it starts are ended with it.

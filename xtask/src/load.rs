@@ -262,6 +262,7 @@ pub fn load(args: &[String]) -> anyhow::Result<()> {
                 ("PIXGW_RECONCILE_SCHEDULE", "1h"),
                 ("RUST_LOG", "warn"),
             ],
+            None,
         )?;
         let pid: u32 = demo.var("PIXGW_PID")?.parse()?;
         let info: Value =

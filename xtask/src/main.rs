@@ -38,8 +38,8 @@ fn main() -> anyhow::Result<()> {
         Some("plugins") => plugins().map(drop),
         Some("test") => test(rest),
         Some("demo") => demo(),
-        Some("sdk-test") => sdk::sdk_test(),
-        Some("api-contract") => api_contract::api_contract(),
+        Some("sdk-test") => sdk::sdk_test(None),
+        Some("api-contract") => api_contract::api_contract(None),
         Some("bench") => bench(rest),
         Some("soak") => soak::soak(rest),
         Some("load") => load::load(rest),
@@ -194,8 +194,14 @@ fn test(extra: &[String]) -> anyhow::Result<()> {
         .args(["test", "--workspace", "--exclude", "pixgw-hostile-adapter"])
         .args(["--exclude", "pixgw-contract-v1-adapter"])
         .args(extra))?;
-    api_contract::api_contract()?;
-    sdk::sdk_test()
+    // The demos of the API contract and the SDKs run the `pixgw` and `psp-sim` that the whole
+    // workspace's `cargo test` just built for the integration tests: built apart (`-p pixgw -p
+    // psp-sim`), their shared dependencies would resolve other features and compile again. A
+    // run narrowed by arguments may not have built them: the demos build their own then.
+    let built = target_dir().join("debug");
+    let built = extra.is_empty().then_some(built.as_path());
+    api_contract::api_contract(built)?;
+    sdk::sdk_test(built)
 }
 
 fn bench(extra: &[String]) -> anyhow::Result<()> {

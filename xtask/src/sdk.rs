@@ -11,6 +11,7 @@
 //!
 //! The demo runs in a process group of its own, ended as a whole when this returns.
 
+use std::path::Path;
 use std::process::Command;
 
 use anyhow::ensure;
@@ -18,8 +19,9 @@ use anyhow::ensure;
 use crate::gateway::Demo;
 use crate::{root, run, target_dir};
 
-pub fn sdk_test() -> anyhow::Result<()> {
-    let demo = Demo::start("sdk-demo", &[])?;
+/// `built`: a folder holding `pixgw` and `psp-sim` built already (else the demo builds them).
+pub fn sdk_test(built: Option<&Path>) -> anyhow::Result<()> {
+    let demo = Demo::start("sdk-demo", &[], built)?;
     let env = demo.env().to_vec();
     // Every step runs, so one report names everything that fails.
     let mut failed = Vec::new();
