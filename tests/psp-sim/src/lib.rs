@@ -117,6 +117,10 @@ pub struct Sim {
 
 impl Sim {
     pub async fn start(opts: SimOptions) -> anyhow::Result<Sim> {
+        // The control address first: a caller that picked a free port for it released it a
+        // moment ago, and the PSPs' listeners below take ports of the kernel's choosing, which
+        // could be that one.
+        let listener = tokio::net::TcpListener::bind(opts.control_addr).await?;
         let (shutdown, shutdown_rx) = watch::channel(false);
         let server_ca = tls::Ca::generate("psp-sim server CA")?;
         let webhook_client = delivery::client();
@@ -166,7 +170,6 @@ impl Sim {
             );
         }
 
-        let listener = tokio::net::TcpListener::bind(opts.control_addr).await?;
         let control_url = format!("http://{}", listener.local_addr()?);
         let shared = Arc::new(Shared {
             server_ca,
