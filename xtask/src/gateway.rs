@@ -150,7 +150,9 @@ impl Demo {
             .arg("demo")
             .current_dir(root())
             .env("PIXGW_DEMO_DIR", &dir)
-            .env("PIXGW_LISTEN", free_addr()?)
+            // Port 0: the demo picks the gateway's port after the simulator has bound its own
+            // (it says which in demo.env).
+            .env("PIXGW_LISTEN", "127.0.0.1:0")
             .env("PSP_SIM_ADDR", free_addr()?)
             .envs(env.iter().copied())
             .envs(built.map(|dir| ("PIXGW_DEMO_BIN_DIR", dir)))

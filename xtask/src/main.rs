@@ -339,7 +339,13 @@ fn demo() -> anyhow::Result<()> {
         "demo",
     ])?;
 
-    let listen = std::env::var("PIXGW_LISTEN").unwrap_or_else(|_| "127.0.0.1:8080".into());
+    let listen = match std::env::var("PIXGW_LISTEN") {
+        // Port 0 (a test's demo): a free port picked now, once the simulator holds all of its
+        // own, so none of them can be this one.
+        Ok(addr) if addr.ends_with(":0") => gateway::free_addr()?,
+        Ok(addr) => addr,
+        Err(_) => "127.0.0.1:8080".into(),
+    };
     let gateway = Reaper(
         Command::new(bin.join("pixgw"))
             // The demo's secrets are sealed with a key generated into its data directory.
