@@ -651,6 +651,7 @@ pub async fn pay(
                 &input,
                 crate::charges::Placement::Reserved(&reference),
                 &request_id,
+                None,
             )
             .await
     })

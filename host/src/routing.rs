@@ -244,13 +244,15 @@ async fn settle(
     Settled::Unknown
 }
 
-/// Places a charge at the merchant's PSPs in turn, failing over as the module says.
+/// Places a charge at the merchant's PSPs in turn, failing over as the module says; `key` as
+/// [`Service::create_charge`] says.
 pub async fn route(
     service: &Service,
     caller: &Caller,
     input: &ChargeInput,
     reference: &Reference,
     request_id: &str,
+    key: Option<&std::sync::Arc<crate::store::idempotency::HeldKey>>,
 ) -> Result<ChargeRecord, ChargeError> {
     // A resumed request (same idempotency key) was settled at its PSP by
     // `Service::create_charge` before it got here: this is a fresh placement.
@@ -308,6 +310,7 @@ pub async fn route(
             reference,
             request_id,
             routing: Some(&routing),
+            key,
         };
         let error = match service.attempt_at(&attempt, adapter, credential).await {
             Ok(charge) => {

@@ -20,7 +20,7 @@ use crate::charges::object::ChargeObject;
 use crate::charges::{self, Caller, ChargeInput, PayerInput, Placement, ProviderChoice};
 use crate::domain::{Amount, Document, DomainError, Email, Line, Metadata, Reference};
 use crate::store::charges::{ChargeFilter, ChargeState};
-use crate::store::idempotency::{Claim, KeyScope};
+use crate::store::idempotency::{Claim, HeldKey, KeyScope};
 use crate::store::{now_ms, parse_rfc3339};
 
 pub fn router() -> Router<Arc<App>> {
@@ -314,6 +314,7 @@ pub async fn create(
                 &input,
                 Placement::New(&Reference::generate()),
                 &request_id,
+                None,
             )
             .await
             .map_err(|e| psp_failure::from_charge_error(e, caller.environment))?;
@@ -363,6 +364,8 @@ pub async fn create(
     let reference = Reference::parse(&reference)
         .map_err(|e| ApiError::internal(format!("stored reference: {e}")))?;
     let heartbeat = app.store.hold_idempotency_key(scope, &lock, lock_ms);
+    let expires_at = || now_ms() + ttl;
+    let held = HeldKey::new(scope, &lock, expires_at());
     let outcome = app
         .charges
         .create_charge(
@@ -374,9 +377,16 @@ pub async fn create(
                 Placement::New(&reference)
             },
             &request_id,
+            Some(&held),
         )
         .await;
     drop(heartbeat);
+    if outcome.is_ok()
+        && let Some(body) = held.take_answer()
+    {
+        // Stored with the charge's move: answer with what was stored.
+        return Ok(json_response(StatusCode::CREATED, body, false));
+    }
     let (status, body) = match outcome {
         Ok(charge) => (
             StatusCode::CREATED,
@@ -398,7 +408,7 @@ pub async fn create(
     };
     let body = body.map_err(ApiError::internal)?;
     app.store
-        .complete_idempotency_key(scope, &lock, status.as_u16(), &body, now_ms() + ttl)
+        .complete_idempotency_key(scope, &lock, status.as_u16(), &body, expires_at())
         .await?;
     Ok(json_response(status, body, false))
 }

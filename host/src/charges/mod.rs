@@ -29,8 +29,9 @@ use crate::domain::{
 use crate::live::LiveUpdates;
 use crate::routing::Breaker;
 use crate::runtime::{self, CallError, PspError, Runtime};
-use crate::store::charges::{ChargeRecord, ChargeState, PspUpdate};
+use crate::store::charges::{AnswerWith, ChargeRecord, ChargeState, PspUpdate};
 use crate::store::credentials::CredentialRecord;
+use crate::store::idempotency::HeldKey;
 use crate::store::{Durability, Store, StoreError, now_ms};
 use crate::vault::{Vault, VaultError};
 use crate::webhooks::outbound::OutboxSignal;
@@ -139,6 +140,9 @@ pub(crate) struct Attempt<'a> {
     pub request_id: &'a str,
     /// `{mode, selected_provider, attempted_providers}` for routed requests.
     pub routing: Option<&'a serde_json::Value>,
+    /// The idempotency key the request holds: a created charge's answer is stored with its
+    /// move out of `creating`.
+    pub key: Option<&'a Arc<HeldKey>>,
 }
 
 /// The first payer field `adapter` requires that `payer` lacks.
@@ -306,12 +310,17 @@ impl Service {
     /// Creates a charge at the PSP the request names, or at the one the router picks for
     /// `random`, under the placement's reference. Calling again with a reserved reference (a
     /// resumed idempotent request) finds the charge instead of making a second one.
+    ///
+    /// With `key` (the idempotency key the request holds), a charge created here has its 201
+    /// answer stored with it, in the move out of `creating`: [`HeldKey::take_answer`] then gives
+    /// the body, and the caller stores no answer of its own.
     pub async fn create_charge(
         &self,
         caller: &Caller,
         input: &ChargeInput,
         placement: Placement<'_>,
         request_id: &str,
+        key: Option<&Arc<HeldKey>>,
     ) -> Result<ChargeRecord, ChargeError> {
         let reference = placement.reference();
         // A resumed request (same idempotency key) carries on with the charge it placed, at
@@ -333,10 +342,10 @@ impl Service {
         }
         let charge = match &input.provider {
             ProviderChoice::Random => {
-                crate::routing::route(self, caller, input, reference, request_id).await?
+                crate::routing::route(self, caller, input, reference, request_id, key).await?
             }
             ProviderChoice::One(provider) => {
-                self.create_at(caller, input, provider, reference, request_id)
+                self.create_at(caller, input, provider, reference, request_id, key)
                     .await?
             }
         };
@@ -409,6 +418,7 @@ impl Service {
         provider: &str,
         reference: &Reference,
         request_id: &str,
+        key: Option<&Arc<HeldKey>>,
     ) -> Result<ChargeRecord, ChargeError> {
         let adapter = self.adapter_for(provider)?;
         if let Some(field) = missing_payer_field(&adapter, &input.payer) {
@@ -431,6 +441,7 @@ impl Service {
             reference,
             request_id,
             routing: None,
+            key,
         };
         self.attempt_at(&attempt, &adapter, &record).await
     }
@@ -450,6 +461,7 @@ impl Service {
             reference,
             request_id,
             routing,
+            key,
         } = *attempt;
         let prepared = self.prepare(adapter, credential)?;
         let provider = adapter.manifest().id.clone();
@@ -541,7 +553,7 @@ impl Service {
         match result {
             // The attempt is written with the charge's move to `pending`: one commit.
             Ok(psp) => {
-                self.finish_created_with(&charge, psp, input.expires_in, Some(attempt))
+                self.finish_created_with(&charge, psp, input.expires_in, Some(attempt), key)
                     .await
             }
             Err(error) => {
@@ -562,18 +574,19 @@ impl Service {
         psp: runtime::Charge,
         expires_in: u32,
     ) -> Result<ChargeRecord, ChargeError> {
-        self.finish_created_with(charge, psp, expires_in, None)
+        self.finish_created_with(charge, psp, expires_in, None, None)
             .await
     }
 
     /// [`Service::finish_created`], recording `attempt` (the create that brought the answer) in
-    /// the same transaction as the move.
+    /// the same transaction as the move, and the created charge as `key`'s answer.
     async fn finish_created_with(
         &self,
         charge: &ChargeRecord,
         psp: runtime::Charge,
         expires_in: u32,
         attempt: Option<crate::store::routing::AttemptRecord>,
+        key: Option<&Arc<HeldKey>>,
     ) -> Result<ChargeRecord, ChargeError> {
         let now = now_ms();
         let mut update = update_of(&psp);
@@ -644,7 +657,13 @@ impl Service {
         // Deferred: everything this move writes came from the PSP, under the reference the
         // durable `creating` row holds. Lost in a crash, the charge is still `creating` there,
         // and a retry of the request or the reconciler asks the PSP again and finishes it: one
-        // sync per charge instead of two.
+        // sync per charge instead of two. The key's answer is as deferred as the move it reports.
+        let answer = key.map(|key| AnswerWith {
+            key: key.clone(),
+            render: Arc::new(|charge: &ChargeRecord| {
+                serde_json::to_string(&object::ChargeObject::from(charge)).ok()
+            }),
+        });
         let stored = self
             .move_charge_with(
                 &charge.id,
@@ -653,6 +672,7 @@ impl Service {
                 update,
                 true,
                 attempt,
+                answer,
                 Durability::Deferred,
             )
             .await?;
@@ -771,13 +791,14 @@ impl Service {
             update,
             created,
             None,
+            None,
             Durability::Durable,
         )
         .await
     }
 
-    /// [`Service::move_charge`], recording `attempt` in the same transaction, on disk as
-    /// `durability` says.
+    /// [`Service::move_charge`], recording `attempt` and storing `answer` in the same
+    /// transaction, on disk as `durability` says.
     #[allow(clippy::too_many_arguments)]
     async fn move_charge_with(
         &self,
@@ -787,6 +808,7 @@ impl Service {
         mut update: PspUpdate,
         created: bool,
         attempt: Option<crate::store::routing::AttemptRecord>,
+        answer: Option<AnswerWith>,
         durability: Durability,
     ) -> Result<Option<ChargeRecord>, StoreError> {
         update.next_check_at = if to.is_final() {
@@ -818,6 +840,7 @@ impl Service {
                 update,
                 attempt,
                 emit,
+                answer,
                 durability,
             )
             .await?;

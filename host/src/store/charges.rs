@@ -113,14 +113,86 @@ impl Store {
     /// too when the charge's payment link takes no more charges (inactive, outside its window,
     /// used up): checked in the insert itself, so no charge is ever written for a closed link.
     /// Refused when the charge's month (São Paulo) is full for the merchant's plan: the
-    /// monthly counter is advanced in the same transaction, and only while under the limit.
+    /// monthly counter is advanced only while under the limit.
+    ///
+    /// On SQLite the counter is advanced in the insert's own transaction. On PostgreSQL it is
+    /// advanced first, in a deferred transaction of its own: the counter is one row per
+    /// merchant and month, and an update holds its row's lock until the commit, so in the
+    /// insert's durable transaction every charge of a merchant waited for the one before it to
+    /// reach the disk (a few hundred charges a second at most, whatever the server could do).
+    /// A deferred commit releases the lock without waiting for the flush, and is on disk once
+    /// the insert's commit is (its WAL record comes first). A charge counted and never inserted
+    /// because the gateway stopped between the two costs the merchant one charge of the month;
+    /// a reference already taken, or an insert that failed, gives its count back.
     pub async fn insert_creating_charge(
         &self,
         c: &ChargeRecord,
     ) -> Result<crate::plans::Admission<bool>, StoreError> {
+        if self.backend == super::Backend::Postgres {
+            return self.insert_counted_apart(c).await;
+        }
         let (store, c) = (self.clone(), c.clone());
         self.write(move |conn| Box::pin(async move { store.insert_creating_on(conn, &c).await }))
             .await
+    }
+
+    /// [`Store::insert_creating_charge`] on PostgreSQL: the count, then the insert.
+    async fn insert_counted_apart(
+        &self,
+        c: &ChargeRecord,
+    ) -> Result<crate::plans::Admission<bool>, StoreError> {
+        let (store, merchant, environment, at) = (
+            self.clone(),
+            c.merchant_id.clone(),
+            c.environment,
+            c.created_at,
+        );
+        let counted = self
+            .write_with(super::Durability::Deferred, move |conn| {
+                Box::pin(async move { store.count_charge(conn, &merchant, environment, at).await })
+            })
+            .await?;
+        let (store, c) = (self.clone(), c.clone());
+        if counted.is_err() {
+            // The month is full: one transaction decides, as on SQLite (a reference already
+            // taken is carried on, whatever the count).
+            return self
+                .write(move |conn| {
+                    Box::pin(async move { store.insert_creating_on(conn, &c).await })
+                })
+                .await;
+        }
+        let (count, row) = (self.clone(), c.clone());
+        let inserted = self
+            .write(move |conn| {
+                Box::pin(async move {
+                    let inserted = insert_creating_row(conn, &row).await?;
+                    if !inserted {
+                        store
+                            .uncount_charge(conn, &row.merchant_id, row.environment, row.created_at)
+                            .await?;
+                    }
+                    Ok(Ok(inserted))
+                })
+            })
+            .await;
+        if inserted.is_err() {
+            // Nothing was inserted: the count goes back (a failure here leaves the merchant
+            // one charge short for the month, and is logged).
+            let uncounted = self
+                .write_with(super::Durability::Deferred, move |conn| {
+                    Box::pin(async move {
+                        count
+                            .uncount_charge(conn, &c.merchant_id, c.environment, c.created_at)
+                            .await
+                    })
+                })
+                .await;
+            if let Err(e) = uncounted {
+                tracing::warn!(error = %e, "a charge's plan count could not be given back");
+            }
+        }
+        inserted
     }
 
     /// [`Store::insert_creating_charge`] inside the caller's transaction. A charge the plan
@@ -131,43 +203,7 @@ impl Store {
         tx: &mut sqlx::AnyConnection,
         c: &ChargeRecord,
     ) -> Result<crate::plans::Admission<bool>, StoreError> {
-        let done = sqlx::query(&format!(
-            "INSERT INTO charges ({COLUMNS}) SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, \
-             $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27 \
-             WHERE $25 IS NULL OR {} \
-             ON CONFLICT (reference) DO NOTHING",
-            super::payment_links::link_takes_charges("$25", "$21")
-        ))
-        .bind(&c.id)
-        .bind(&c.merchant_id)
-        .bind(c.environment.as_str())
-        .bind(&c.credential_id)
-        .bind(&c.provider)
-        .bind(c.reference.as_str())
-        .bind(&c.psp_id)
-        .bind(c.status.as_str())
-        .bind(c.amount)
-        .bind(&c.description)
-        .bind(&c.payer_email)
-        .bind(&c.payer_name)
-        .bind(&c.payer_document)
-        .bind(&c.copy_paste)
-        .bind(&c.qr_png_base64)
-        .bind(c.expires_at)
-        .bind(c.metadata.to_string())
-        .bind(c.paid_at)
-        .bind(&c.end_to_end_id)
-        .bind(c.amount_paid)
-        .bind(c.created_at)
-        .bind(c.updated_at)
-        .bind(c.routing.as_ref().map(|r| r.to_string()))
-        .bind(&c.operator_id)
-        .bind(&c.payment_link_id)
-        .bind(&c.payment_link_name)
-        .bind(i64::from(c.paid_late))
-        .execute(&mut *tx)
-        .await?;
-        if done.rows_affected() == 0 {
+        if !insert_creating_row(tx, c).await? {
             // A resumed request (its charge was counted then) or a closed link.
             return Ok(Ok(false));
         }
@@ -344,20 +380,40 @@ impl Store {
         update: PspUpdate,
         attempt: Option<super::routing::AttemptRecord>,
         emit: Option<super::events::Emit>,
+        answer: Option<AnswerWith>,
         durability: super::Durability,
     ) -> Result<Option<ChargeRecord>, StoreError> {
-        self.write_with(durability, move |conn| {
-            Box::pin(async move {
-                if let Some(attempt) = &attempt {
-                    super::routing::insert_attempt(conn, attempt).await?;
-                }
-                let emit = emit
-                    .as_deref()
-                    .map(|f| f as &(dyn Fn(&ChargeRecord) -> EventRecord + Sync));
-                transition_on(conn, &id, &from, to, &update, emit).await
+        let key = answer.as_ref().map(|a| a.key.clone());
+        let (moved, body) = self
+            .write_with(durability, move |conn| {
+                Box::pin(async move {
+                    if let Some(attempt) = &attempt {
+                        super::routing::insert_attempt(conn, attempt).await?;
+                    }
+                    let emit = emit
+                        .as_deref()
+                        .map(|f| f as &(dyn Fn(&ChargeRecord) -> EventRecord + Sync));
+                    let moved = transition_on(conn, &id, &from, to, &update, emit).await?;
+                    let body = match (&moved, &answer) {
+                        (Some(charge), Some(answer)) => match (answer.render)(charge) {
+                            Some(body) => {
+                                answer.key.store_created_on(conn, &body).await?;
+                                Some(body)
+                            }
+                            None => None,
+                        },
+                        _ => None,
+                    };
+                    Ok((moved, body))
+                })
             })
-        })
-        .await
+            .await?;
+        // Known only now that the write committed (a unit may run twice, should its group
+        // roll back).
+        if let (Some(key), Some(body)) = (key, body) {
+            key.stored(body);
+        }
+        Ok(moved)
     }
 
     /// A charge by the PSP's id for it, among one credential's charges.
@@ -563,6 +619,62 @@ fn record_of(r: &sqlx::any::AnyRow) -> Result<ChargeRecord, StoreError> {
         paid_late: r.flag("paid_late")?,
     })
 }
+
+/// Inserts `c` unless its reference is taken or its payment link takes no more charges: `false`
+/// then, and nothing written.
+async fn insert_creating_row(
+    tx: &mut sqlx::AnyConnection,
+    c: &ChargeRecord,
+) -> Result<bool, StoreError> {
+    let done = sqlx::query(&format!(
+        "INSERT INTO charges ({COLUMNS}) SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, \
+         $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27 \
+         WHERE $25 IS NULL OR {} \
+         ON CONFLICT (reference) DO NOTHING",
+        super::payment_links::link_takes_charges("$25", "$21")
+    ))
+    .bind(&c.id)
+    .bind(&c.merchant_id)
+    .bind(c.environment.as_str())
+    .bind(&c.credential_id)
+    .bind(&c.provider)
+    .bind(c.reference.as_str())
+    .bind(&c.psp_id)
+    .bind(c.status.as_str())
+    .bind(c.amount)
+    .bind(&c.description)
+    .bind(&c.payer_email)
+    .bind(&c.payer_name)
+    .bind(&c.payer_document)
+    .bind(&c.copy_paste)
+    .bind(&c.qr_png_base64)
+    .bind(c.expires_at)
+    .bind(c.metadata.to_string())
+    .bind(c.paid_at)
+    .bind(&c.end_to_end_id)
+    .bind(c.amount_paid)
+    .bind(c.created_at)
+    .bind(c.updated_at)
+    .bind(c.routing.as_ref().map(|r| r.to_string()))
+    .bind(&c.operator_id)
+    .bind(&c.payment_link_id)
+    .bind(&c.payment_link_name)
+    .bind(i64::from(c.paid_late))
+    .execute(&mut *tx)
+    .await?;
+    Ok(done.rows_affected() == 1)
+}
+
+/// An idempotency key's answer written by a move ([`Store::transition_charge_with`]): the key,
+/// and the answer's body rendered from the moved charge (`None`: the move stores no answer).
+#[derive(Clone)]
+pub struct AnswerWith {
+    pub key: std::sync::Arc<super::idempotency::HeldKey>,
+    pub render: Render,
+}
+
+/// Renders a moved charge as an answer's body.
+pub type Render = std::sync::Arc<dyn Fn(&ChargeRecord) -> Option<String> + Send + Sync>;
 
 /// Moves a charge inside the caller's transaction; see [`Store::transition_charge`].
 async fn transition_on(

@@ -75,9 +75,10 @@ impl Store {
     /// that request lost the lock (it lapsed and a retry took it over), nothing is stored: the
     /// retry's answer is the one kept.
     ///
-    /// A created charge's answer is written behind ([`Store::write_behind`]): the request
-    /// answers at once, and the next claim of the key (a retry) is queued after this write, so
-    /// it finds the answer. Lost in a crash, a retry resumes with the same reference and
+    /// A created charge's answer is usually stored by the charge's move ([`HeldKey`]); when it
+    /// is not (the move was another request's), it is written behind ([`Store::write_behind`]):
+    /// the request answers at once, and the next claim of the key (a retry) is queued after this
+    /// write, so it finds the answer. Lost in a crash, a retry resumes with the same reference and
     /// answers with the stored charge. A refusal is synced before the request answers: lost, a
     /// retry would try the PSP again.
     pub async fn complete_idempotency_key(
@@ -198,6 +199,61 @@ impl Store {
             .execute(self.pool())
             .await?;
         Ok(done.rows_affected())
+    }
+}
+
+/// A key held by a running request, for storing its answer inside the write that makes the
+/// answer: a created charge's answer is written with the charge's move out of `creating`
+/// ([`Store::transition_charge_with`]), one transaction where a second one followed it. Stored
+/// so, the answer is committed before the request answers, as a written-behind one would be
+/// queued before it. The body is rendered inside that write, from the charge it moved, and kept
+/// here once the write committed, for the response.
+pub struct HeldKey {
+    merchant_id: String,
+    environment: Environment,
+    key: String,
+    lock: String,
+    expires_at: i64,
+    answer: parking_lot::Mutex<Option<String>>,
+}
+
+impl HeldKey {
+    /// `scope` held under `lock`; an answer stored through it is kept until `expires_at` at least.
+    pub fn new(scope: KeyScope<'_>, lock: &str, expires_at: i64) -> std::sync::Arc<HeldKey> {
+        std::sync::Arc::new(HeldKey {
+            merchant_id: scope.merchant_id.to_owned(),
+            environment: scope.environment,
+            key: scope.key.to_owned(),
+            lock: lock.to_owned(),
+            expires_at,
+            answer: parking_lot::Mutex::new(None),
+        })
+    }
+
+    /// The body of the 2xx answer a committed write stored for the key (or left to the retry
+    /// that took the lock over), taken once; `None` when no write did: the request's answer is
+    /// still its own to store.
+    pub fn take_answer(&self) -> Option<String> {
+        self.answer.lock().take()
+    }
+
+    /// Stores `body` as the key's 201 answer on `conn`, inside the caller's transaction.
+    pub(super) async fn store_created_on(
+        &self,
+        conn: &mut sqlx::AnyConnection,
+        body: &str,
+    ) -> Result<(), StoreError> {
+        let scope = KeyScope {
+            merchant_id: &self.merchant_id,
+            environment: self.environment,
+            key: &self.key,
+        };
+        answer_on(conn, scope, &self.lock, 201, body, self.expires_at).await
+    }
+
+    /// Records that the write storing `body` committed.
+    pub(super) fn stored(&self, body: String) {
+        *self.answer.lock() = Some(body);
     }
 }
 
@@ -323,27 +379,44 @@ fn store_answer(
 ) -> impl super::WriteUnit<()> {
     move |conn| {
         Box::pin(async move {
-            let done = sqlx::query(
-                "UPDATE idempotency_keys SET response_status = $1, response_body = $2, \
-                 expires_at = CASE WHEN expires_at > $3 THEN expires_at ELSE $3 END \
-                 WHERE merchant_id = $4 AND environment = $5 AND key = $6 AND lock_owner = $7 \
-                   AND response_status IS NULL",
-            )
-            .bind(i64::from(status))
-            .bind(&body)
-            .bind(expires_at)
-            .bind(&merchant)
-            .bind(environment.as_str())
-            .bind(&key)
-            .bind(&lock)
-            .execute(&mut *conn)
-            .await?;
-            if done.rows_affected() != 1 {
-                // Cannot happen while the request's heartbeat held the lock; if the database
-                // lost it anyway, the request that took it over owns the answer.
-                tracing::warn!(key = %key, "an idempotency key's answer was not stored: its lock had passed to a retry");
-            }
-            Ok(())
+            let scope = KeyScope {
+                merchant_id: &merchant,
+                environment,
+                key: &key,
+            };
+            answer_on(conn, scope, &lock, status, &body, expires_at).await
         })
     }
+}
+
+/// Stores the answer of the request holding `lock` on `scope`, on `conn`.
+async fn answer_on(
+    conn: &mut sqlx::AnyConnection,
+    scope: KeyScope<'_>,
+    lock: &str,
+    status: u16,
+    body: &str,
+    expires_at: i64,
+) -> Result<(), StoreError> {
+    let done = sqlx::query(
+        "UPDATE idempotency_keys SET response_status = $1, response_body = $2, \
+         expires_at = CASE WHEN expires_at > $3 THEN expires_at ELSE $3 END \
+         WHERE merchant_id = $4 AND environment = $5 AND key = $6 AND lock_owner = $7 \
+           AND response_status IS NULL",
+    )
+    .bind(i64::from(status))
+    .bind(body)
+    .bind(expires_at)
+    .bind(scope.merchant_id)
+    .bind(scope.environment.as_str())
+    .bind(scope.key)
+    .bind(lock)
+    .execute(&mut *conn)
+    .await?;
+    if done.rows_affected() != 1 {
+        // Cannot happen while the request's heartbeat held the lock; if the database lost it
+        // anyway, the request that took it over owns the answer.
+        tracing::warn!(key = %scope.key, "an idempotency key's answer was not stored: its lock had passed to a retry");
+    }
+    Ok(())
 }

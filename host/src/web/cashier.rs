@@ -374,6 +374,7 @@ async fn create(
             &input,
             crate::charges::Placement::Reserved(&reference),
             &crate::api::request_id::current(),
+            None,
         )
         .await
     {

@@ -32,4 +32,5 @@ mod runtime_stripe;
 mod safety_ops;
 mod serve_binary;
 mod store_durability;
+mod store_idempotency;
 mod webhook_safety;

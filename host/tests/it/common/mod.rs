@@ -3,6 +3,7 @@
 #![allow(dead_code, unused_imports, unused_macros)]
 
 pub mod gateway;
+pub mod records;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

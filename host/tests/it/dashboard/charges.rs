@@ -604,6 +604,7 @@ async fn sale(app: &pixgw::app::App, merchant_id: &str, user: (&str, &str), amou
             &input,
             pixgw::charges::Placement::New(&pixgw::domain::Reference::generate()),
             "req_test",
+            None,
         )
         .await
         .unwrap();

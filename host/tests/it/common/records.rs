@@ -1,0 +1,81 @@
+//! Rows written straight to a store, for tests of the store itself (times and states chosen by
+//! the test rather than by a request).
+
+use std::collections::BTreeMap;
+
+use pixgw::domain::{ChargeId, CredentialId, Environment, Reference};
+use pixgw::store::charges::{ChargeRecord, ChargeState};
+use pixgw::store::credentials::CredentialRecord;
+use pixgw::store::{Store, now_ms};
+use serde_json::json;
+
+use super::gateway::{Backend, TestDb};
+
+/// A migrated store on a new database of `backend`.
+pub async fn store_on(backend: Backend) -> (TestDb, Store) {
+    let db = TestDb::new(backend).await;
+    let store = Store::connect(&db.url).await.unwrap();
+    store.migrate().await.unwrap();
+    (db, store)
+}
+
+/// An active efi credential of `merchant_id` in `environment`, stored.
+pub async fn credential(
+    store: &Store,
+    merchant_id: &str,
+    environment: Environment,
+) -> CredentialRecord {
+    let now = now_ms();
+    let record = CredentialRecord {
+        id: CredentialId::generate(),
+        merchant_id: merchant_id.to_owned(),
+        environment,
+        provider: "efi".into(),
+        label: "efi".into(),
+        public_fields: BTreeMap::new(),
+        sealed_fields: BTreeMap::new(),
+        webhook_id: uuid::Uuid::new_v4().to_string(),
+        webhook_token_sealed: String::new(),
+        active: true,
+        position: 0,
+        route_limit: 1,
+        created_at: now,
+        updated_at: now,
+        version: 1,
+    };
+    store.insert_credential(&record).await.unwrap().unwrap();
+    record
+}
+
+/// A `creating` charge of R$ 19,90 under `credential`, made at `created_at` (not stored).
+pub fn charge(credential: &CredentialRecord, created_at: i64) -> ChargeRecord {
+    ChargeRecord {
+        id: ChargeId::generate().to_string(),
+        merchant_id: credential.merchant_id.clone(),
+        environment: credential.environment,
+        credential_id: credential.id.to_string(),
+        provider: "efi".into(),
+        reference: Reference::generate(),
+        psp_id: None,
+        status: ChargeState::Creating,
+        amount: 1990,
+        description: None,
+        payer_email: None,
+        payer_name: None,
+        payer_document: None,
+        copy_paste: None,
+        qr_png_base64: None,
+        expires_at: None,
+        metadata: json!({}),
+        paid_at: None,
+        end_to_end_id: None,
+        amount_paid: None,
+        routing: None,
+        operator_id: None,
+        payment_link_id: None,
+        payment_link_name: None,
+        paid_late: false,
+        created_at,
+        updated_at: created_at,
+    }
+}

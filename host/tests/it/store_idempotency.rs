@@ -1,0 +1,126 @@
+//! An idempotency key's answer stored by the write that makes it: a created charge's move out
+//! of `creating` stores the key's 201 answer in its own transaction ([`HeldKey`]), and only
+//! when the move happened and the lock is still the request's. Both backends.
+
+use std::sync::Arc;
+
+use pixgw::domain::Environment;
+use pixgw::store::charges::{AnswerWith, ChargeRecord, ChargeState, PspUpdate};
+use pixgw::store::idempotency::{Claim, HeldKey, KeyScope};
+use pixgw::store::{Durability, Store, now_ms};
+
+use crate::both_backends;
+use crate::common::gateway::Backend;
+use crate::common::records::{charge, credential, store_on};
+
+const HOUR_MS: i64 = 3_600_000;
+
+fn scope<'a>(merchant_id: &'a str, key: &'a str) -> KeyScope<'a> {
+    KeyScope {
+        merchant_id,
+        environment: Environment::Test,
+        key,
+    }
+}
+
+/// Claims `key` for a request of `merchant_id`, locked for `lock_ms`: its lock.
+async fn claim(store: &Store, merchant_id: &str, key: &str, lock_ms: i64) -> Claim {
+    store
+        .claim_idempotency_key(scope(merchant_id, key), "hash", "ref", lock_ms, HOUR_MS)
+        .await
+        .unwrap()
+}
+
+fn lock_of(claim: Claim) -> String {
+    match claim {
+        Claim::Fresh { lock, .. } | Claim::Resume { lock, .. } => lock,
+        other => panic!("not claimed: {other:?}"),
+    }
+}
+
+/// The answer a move stores for `key`: the moved charge's id and status.
+fn answer(key: &Arc<HeldKey>) -> AnswerWith {
+    AnswerWith {
+        key: key.clone(),
+        render: Arc::new(|c: &ChargeRecord| Some(format!("{} {}", c.id, c.status.as_str()))),
+    }
+}
+
+/// Moves `charge` from `creating` to `pending`, storing `key`'s answer with the move.
+async fn move_to_pending(
+    store: &Store,
+    charge: &ChargeRecord,
+    key: &Arc<HeldKey>,
+) -> Option<ChargeRecord> {
+    store
+        .transition_charge_with(
+            charge.id.clone(),
+            vec![ChargeState::Creating],
+            ChargeState::Pending,
+            PspUpdate::default(),
+            None,
+            None,
+            Some(answer(key)),
+            Durability::Deferred,
+        )
+        .await
+        .unwrap()
+}
+
+async fn a_created_charges_move_stores_its_answer(backend: Backend) {
+    let (_db, store) = store_on(backend).await;
+    let merchant = store
+        .create_merchant("Loja", pixgw::plans::PlanId::Free)
+        .await
+        .unwrap();
+    let credential = credential(&store, &merchant.id, Environment::Test).await;
+    let created = charge(&credential, now_ms());
+    assert_eq!(
+        store.insert_creating_charge(&created).await.unwrap(),
+        Ok(true)
+    );
+
+    // The move stores the answer, rendered from the moved charge, and the request gets it once.
+    let lock = lock_of(claim(&store, &merchant.id, "order-1", HOUR_MS).await);
+    let held = HeldKey::new(scope(&merchant.id, "order-1"), &lock, now_ms() + HOUR_MS);
+    let moved = move_to_pending(&store, &created, &held).await.unwrap();
+    assert_eq!(moved.status, ChargeState::Pending);
+    let body = format!("{} pending", created.id);
+    assert_eq!(held.take_answer().as_deref(), Some(body.as_str()));
+    assert_eq!(held.take_answer(), None);
+    assert_eq!(
+        claim(&store, &merchant.id, "order-1", HOUR_MS).await,
+        Claim::Replay { status: 201, body }
+    );
+
+    // No move (the charge left `creating` already): nothing stored, the answer is the
+    // request's own to store, and the key is still its.
+    let lock = lock_of(claim(&store, &merchant.id, "order-2", HOUR_MS).await);
+    let held = HeldKey::new(scope(&merchant.id, "order-2"), &lock, now_ms() + HOUR_MS);
+    assert!(move_to_pending(&store, &created, &held).await.is_none());
+    assert_eq!(held.take_answer(), None);
+    assert_eq!(
+        claim(&store, &merchant.id, "order-2", HOUR_MS).await,
+        Claim::InProgress
+    );
+
+    // A lock that lapsed and was taken over by a retry: the move happens, and the answer is
+    // the retry's to store.
+    let other = charge(&credential, now_ms());
+    assert_eq!(
+        store.insert_creating_charge(&other).await.unwrap(),
+        Ok(true)
+    );
+    let lapsed = lock_of(claim(&store, &merchant.id, "order-3", 1).await);
+    tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    let retry = claim(&store, &merchant.id, "order-3", HOUR_MS).await;
+    assert!(matches!(retry, Claim::Resume { .. }), "{retry:?}");
+    let held = HeldKey::new(scope(&merchant.id, "order-3"), &lapsed, now_ms() + HOUR_MS);
+    let moved = move_to_pending(&store, &other, &held).await.unwrap();
+    assert_eq!(moved.status, ChargeState::Pending);
+    assert_eq!(
+        claim(&store, &merchant.id, "order-3", HOUR_MS).await,
+        Claim::InProgress
+    );
+}
+both_backends!(a_created_charges_move_stores_its_answer);
