@@ -119,7 +119,7 @@ impl Store {
     /// advanced first, in a deferred transaction of its own: the counter is one row per
     /// merchant and month, and an update holds its row's lock until the commit, so in the
     /// insert's durable transaction every charge of a merchant waited for the one before it to
-    /// reach the disk (a few hundred charges a second at most, whatever the server could do).
+    /// reach the disk: one charge per WAL flush at most, whatever the server could do.
     /// A deferred commit releases the lock without waiting for the flush, and is on disk once
     /// the insert's commit is (its WAL record comes first). A charge counted and never inserted
     /// because the gateway stopped between the two costs the merchant one charge of the month;
