@@ -47,7 +47,7 @@ use std::str::FromStr;
 use std::time::Duration;
 
 use sqlx::any::{AnyConnectOptions, AnyPoolOptions};
-use sqlx::{AnyPool, ConnectOptions, Executor};
+use sqlx::{AnyPool, ConnectOptions, Connection, Executor};
 
 /// The one error type of this boundary. Constraint violations that callers act on get their
 /// own case; everything else is an internal error the API logs and hides.
@@ -71,6 +71,9 @@ pub enum Backend {
     Sqlite,
     Postgres,
 }
+
+/// How long a pooled connection may sit idle before it is checked with a ping when taken.
+const IDLE_BEFORE_PING: Duration = Duration::from_secs(1);
 
 /// The database every part of the gateway shares.
 #[derive(Clone, Debug)]
@@ -152,6 +155,19 @@ impl Store {
                 Backend::Postgres => 16,
             })
             .acquire_timeout(Duration::from_secs(10))
+            // sqlx pings every connection it hands out by default: on PostgreSQL a round trip
+            // before each transaction and each read (several per charge). Only a connection
+            // that sat idle is likely to have been dropped by the server or the network, so
+            // only those are checked.
+            .test_before_acquire(false)
+            .before_acquire(|conn, meta| {
+                Box::pin(async move {
+                    if meta.idle_for >= IDLE_BEFORE_PING {
+                        conn.ping().await?;
+                    }
+                    Ok(true)
+                })
+            })
             .after_connect(move |conn, _| {
                 Box::pin(async move {
                     if backend == Backend::Sqlite {

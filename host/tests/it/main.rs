@@ -17,6 +17,7 @@ mod integrators;
 mod migrations;
 mod payments;
 mod plans;
+mod query_plans;
 mod routing;
 mod runtime_asaas;
 mod runtime_central_bank;
