@@ -15,3 +15,12 @@ CREATE INDEX charges_payment_link ON charges (payment_link_id, status)
 DROP INDEX charges_operator;
 CREATE INDEX charges_operator ON charges (merchant_id, environment, operator_id, id)
     WHERE operator_id IS NOT NULL;
+
+-- The outbox: every delivery is written, leased and finished under load. The delivery worker's
+-- claim reads per endpoint since 0018 (`webhook_deliveries_endpoint_due`), so the
+-- (status, next_attempt_at) index serves no query and goes. A lease's rows are read back by
+-- their owner: rows never leased need no entry there.
+DROP INDEX webhook_deliveries_due;
+DROP INDEX webhook_deliveries_lease_owner;
+CREATE INDEX webhook_deliveries_lease_owner ON webhook_deliveries (lease_owner)
+    WHERE lease_owner IS NOT NULL;
