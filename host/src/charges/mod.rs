@@ -634,11 +634,9 @@ impl Service {
             // The image is always drawn here from the code, not taken from the PSP: one compact
             // 1-bit PNG (about 2.5 KB) whichever PSP made the charge, where PSPs' own are up to
             // 50 KB.
-            let code = copy_paste.as_str().to_owned();
-            // Drawing and PNG-encoding is CPU work: keep it off the async workers.
-            let drawn = tokio::task::spawn_blocking(move || crate::domain::qr_png_base64(&code))
-                .await
-                .map_err(|e| unusable(format!("drawing its QR code failed: {e}")))?;
+            // Drawn in place: it takes 65–90 µs (`qr/pix_code`), less than the hop to the
+            // blocking pool and back cost (a charge made alone: 165 µs drawn here, 220 there).
+            let drawn = crate::domain::qr_png_base64(copy_paste.as_str());
             update.qr_png_base64 =
                 Some(drawn.map_err(|e| {
                     unusable(format!("its copy-and-paste code cannot be drawn: {e}"))
