@@ -32,7 +32,8 @@
 //! reported again: its `charge.created` event may reach the merchant twice, under two event ids,
 //! after a power loss. Deferred and durable units share transactions: a transaction's frames
 //! reach the disk together, with the first sync after it.
-//! PostgreSQL: `synchronous_commit = off` for a deferred unit's transaction.
+//! PostgreSQL: `synchronous_commit = off` for a deferred unit's transaction, or its session
+//! when it runs without one ([`Store::write_autocommit`]).
 
 use std::panic::AssertUnwindSafe;
 use std::path::PathBuf;
@@ -420,6 +421,32 @@ impl Store {
             let _ = reply.send(result);
         })?;
         answer.await.map_err(|_| writer.stopped())?
+    }
+
+    /// [`Store::write_with`] for a unit whose statements each leave the data consistent on
+    /// their own (one statement, or a statement and a re-read on conflict): on PostgreSQL it runs
+    /// outside a transaction, each statement committing by itself, which saves the two round
+    /// trips of BEGIN and COMMIT (a deferred unit runs on a session with
+    /// `synchronous_commit = off`). A failure part way keeps the statements that ran. On SQLite
+    /// it is [`Store::write_with`]: the writer groups units in transactions anyway.
+    pub async fn write_autocommit<T, F>(
+        &self,
+        durability: Durability,
+        unit: F,
+    ) -> Result<T, StoreError>
+    where
+        T: Send + 'static,
+        F: WriteUnit<T>,
+    {
+        if self.backend != Backend::Postgres {
+            return self.write_with(durability, unit).await;
+        }
+        let pool = match (durability, &self.deferred) {
+            (Durability::Deferred, Some(deferred)) => deferred,
+            _ => self.pool(),
+        };
+        let mut conn = pool.acquire().await?;
+        unit(&mut conn).await
     }
 
     /// [`Store::write_with`] for a write its caller need not wait for. On SQLite the unit is

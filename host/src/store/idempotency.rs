@@ -58,7 +58,9 @@ impl Store {
         let (request_hash, reference) = (request_hash.to_owned(), reference.to_owned());
         // Deferred: the charge's `creating` row is written durably before any PSP call and
         // carries this claim to disk with it; a claim lost alone in a crash lost nothing.
-        self.write_with(Durability::Deferred, move |conn| {
+        // Without a transaction on PostgreSQL: each statement of the claim stands alone (an
+        // insert that loses to another is followed by a read, and the loop reads again).
+        self.write_autocommit(Durability::Deferred, move |conn| {
             Box::pin(async move {
                 let scope = KeyScope {
                     merchant_id: &merchant,

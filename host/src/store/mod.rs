@@ -82,6 +82,9 @@ pub struct Store {
     /// [`Store::reads`]: on a SQLite file, read-only connections that run SQLite in the task
     /// that asks; elsewhere the pool itself.
     reads: AnyPool,
+    /// PostgreSQL: sessions with `synchronous_commit = off`, for deferred units that run
+    /// without a transaction ([`Store::write_autocommit`]); `None` on SQLite.
+    deferred: Option<AnyPool>,
     backend: Backend,
     /// SQLite's group-commit writer; `None` on PostgreSQL (and for in-memory SQLite, whose
     /// connections each see a database of their own).
@@ -149,36 +152,34 @@ impl Store {
             .map_err(|e| bad(&redact_url(&e.to_string())))?
             .log_slow_statements(tracing::log::LevelFilter::Warn, Duration::from_secs(1))
             .log_statements(tracing::log::LevelFilter::Trace);
-        let pool = AnyPoolOptions::new()
-            .max_connections(match backend {
-                Backend::Sqlite => 8,
-                Backend::Postgres => 16,
+        let pool = pool_options(match backend {
+            Backend::Sqlite => 8,
+            Backend::Postgres => 16,
+        })
+        .after_connect(move |conn, _| {
+            Box::pin(async move {
+                if backend == Backend::Sqlite {
+                    conn.execute(synchronous.pragmas()).await?;
+                }
+                Ok(())
             })
-            .acquire_timeout(Duration::from_secs(10))
-            // sqlx pings every connection it hands out by default: on PostgreSQL a round trip
-            // before each transaction and each read (several per charge). Only a connection
-            // that sat idle is likely to have been dropped by the server or the network, so
-            // only those are checked.
-            .test_before_acquire(false)
-            .before_acquire(|conn, meta| {
-                Box::pin(async move {
-                    if meta.idle_for >= IDLE_BEFORE_PING {
-                        conn.ping().await?;
-                    }
-                    Ok(true)
+        })
+        .connect_with(options.clone())
+        .await
+        .map_err(StoreError::Connect)?;
+        // A few connections: its units are one short statement each, and more sessions made
+        // PostgreSQL's backends contend (16 of them delivered a quarter fewer webhooks under load
+        // on two cores; 4: 12–24 % more charges a second, as many webhooks).
+        let deferred = (backend == Backend::Postgres).then(|| {
+            pool_options(4)
+                .after_connect(|conn, _| {
+                    Box::pin(async move {
+                        conn.execute("SET synchronous_commit = off").await?;
+                        Ok(())
+                    })
                 })
-            })
-            .after_connect(move |conn, _| {
-                Box::pin(async move {
-                    if backend == Backend::Sqlite {
-                        conn.execute(synchronous.pragmas()).await?;
-                    }
-                    Ok(())
-                })
-            })
-            .connect_with(options)
-            .await
-            .map_err(StoreError::Connect)?;
+                .connect_lazy_with(options)
+        });
         let (writer, reads) =
             match database_file.filter(|_| backend == Backend::Sqlite && !in_memory) {
                 Some(file) => {
@@ -207,6 +208,7 @@ impl Store {
         Ok(Store {
             pool,
             reads,
+            deferred,
             backend,
             writer,
         })
@@ -245,6 +247,27 @@ impl Store {
         sqlx::query("SELECT 1").execute(&self.pool).await?;
         Ok(())
     }
+}
+
+/// What every pool of [`Store::connect`] shares: `max` connections, a 10 s wait for one, and a
+/// ping only for a connection that sat idle.
+fn pool_options(max: u32) -> AnyPoolOptions {
+    AnyPoolOptions::new()
+        .max_connections(max)
+        .acquire_timeout(Duration::from_secs(10))
+        // sqlx pings every connection it hands out by default: on PostgreSQL a round trip
+        // before each transaction and each read (several per charge). Only a connection
+        // that sat idle is likely to have been dropped by the server or the network, so
+        // only those are checked.
+        .test_before_acquire(false)
+        .before_acquire(|conn, meta| {
+            Box::pin(async move {
+                if meta.idle_for >= IDLE_BEFORE_PING {
+                    conn.ping().await?;
+                }
+                Ok(true)
+            })
+        })
 }
 
 /// Registers the database drivers `Store::connect` opens URLs with: sqlx's SQLite and
