@@ -147,8 +147,9 @@ impl Store {
             c.environment,
             c.created_at,
         );
-        // Each of the count and the insert is one statement: no transaction around either
-        // (`write_autocommit`), two round trips fewer apiece.
+        // The count and the insert are a statement each (the insert's lost race adds an
+        // uncount that stands alone): no transaction around either (`write_autocommit`), two
+        // round trips fewer apiece.
         let counted = self
             .write_autocommit(super::Durability::Deferred, move |conn| {
                 Box::pin(async move { store.count_charge(conn, &merchant, environment, at).await })
