@@ -8,6 +8,11 @@
 //! waiting, runs them in one `BEGIN IMMEDIATE` transaction (should one fail, again with a
 //! savepoint each, so that one is rolled back alone), commits, and only then answers each unit.
 //!
+//! **An idle writer is passed by.** When no unit is queued and the writer's connection is free,
+//! the caller runs its unit itself on that connection, as a group of one (`Writer::run_here`):
+//! at low load, handing a unit to the writer's thread and being woken with its answer were two
+//! thread wakes, each about as long as the unit. Units never overtake one queued before them.
+//!
 //! **Syncs off the writer.** With `synchronous = FULL` (the default) the writer's own connection
 //! still commits at `NORMAL`, which in WAL mode writes the transaction's frames to the WAL file
 //! without syncing it; a syncer thread then `fdatasync`s the WAL and only after that answers the
@@ -38,6 +43,7 @@
 use std::panic::AssertUnwindSafe;
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use futures::FutureExt;
 use futures::future::BoxFuture;
@@ -92,12 +98,32 @@ struct Unit {
     work: Work,
 }
 
-/// The queue to the writer thread.
-#[derive(Clone, Debug)]
+/// The queue to the writer thread, and the connection it writes on.
+#[derive(Clone)]
 pub(super) struct Writer {
     units: mpsc::UnboundedSender<Unit>,
     /// Why the writer takes no more units, once a sync failed.
     failed: Arc<Mutex<Option<String>>>,
+    shared: Arc<Shared>,
+}
+
+impl std::fmt::Debug for Writer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Writer")
+            .field("pending", &self.shared.pending.load(Ordering::Relaxed))
+            .finish_non_exhaustive()
+    }
+}
+
+/// What the writer thread and the callers that run their unit themselves share.
+struct Shared {
+    /// The one write connection; `None` until the writer opens it, and after a group broke it.
+    /// Held for a whole group: whoever holds it is the writer.
+    conn: Mutex<Option<AnyConnection>>,
+    /// Units queued and not yet run to their commit (or dropped): a caller runs its unit itself
+    /// only when this is 0, so no unit ever overtakes one queued before it.
+    pending: AtomicUsize,
+    syncer: Option<Syncer>,
 }
 
 /// Makes every commit before the call durable: `fdatasync` of the WAL file, or a test's stand-in.
@@ -120,16 +146,26 @@ impl Writer {
         let syncer = sync
             .map(|sync| Syncer::start(sync, failed.clone()))
             .transpose()?;
+        let shared = Arc::new(Shared {
+            conn: Mutex::new(None),
+            pending: AtomicUsize::new(0),
+            syncer,
+        });
         // Units are sqlx code: should one ever reach for the runtime (a timer, a spawn), it
         // finds the one that started the writer.
         let context = tokio::runtime::Handle::try_current().ok();
+        let writes = shared.clone();
         std::thread::Builder::new()
             .name("pixgw-writer".into())
             .spawn(move || {
                 let _entered = context.as_ref().map(|c| c.enter());
-                futures::executor::block_on(run(file, queue, syncer));
+                futures::executor::block_on(run(file, queue, writes));
             })?;
-        Ok(Writer { units, failed })
+        Ok(Writer {
+            units,
+            failed,
+            shared,
+        })
     }
 }
 
@@ -197,8 +233,8 @@ impl Syncer {
     }
 }
 
-async fn run(file: PathBuf, mut queue: mpsc::UnboundedReceiver<Unit>, syncer: Option<Syncer>) {
-    let mut conn: Option<AnyConnection> = None;
+async fn run(file: PathBuf, mut queue: mpsc::UnboundedReceiver<Unit>, shared: Arc<Shared>) {
+    let syncer = shared.syncer.as_ref();
     while let Some(first) = queue.recv().await {
         let mut units = vec![first];
         while units.len() < MAX_GROUP {
@@ -207,51 +243,82 @@ async fn run(file: PathBuf, mut queue: mpsc::UnboundedReceiver<Unit>, syncer: Op
                 Err(_) => break,
             }
         }
-        if let Some(reason) = syncer.as_ref().and_then(|s| s.failed.lock().clone()) {
-            fail(units, &reason);
-            continue;
-        }
-        if conn.is_none() {
-            match inline_sqlite::connect(&file).await {
-                Ok(c) => conn = Some(c),
-                Err(e) => {
-                    fail(units, &format!("no database connection: {e}"));
-                    continue;
-                }
-            }
-        }
-        let c = conn.as_mut().expect("set above");
-        if let Err(e) = group(c, units, syncer.as_ref()).await {
-            // The connection may be broken: the next group starts on a fresh one.
-            tracing::error!(error = %e, "a group commit failed");
-            conn = None;
-        }
+        let committed = {
+            let mut conn = shared.conn.lock();
+            // No longer pending once taken under the lock: a caller that gets the lock next
+            // finds them committed.
+            shared.pending.fetch_sub(units.len(), Ordering::SeqCst);
+            written(&file, &mut conn, units, syncer).await
+        };
+        give_answers(committed, syncer);
     }
 }
 
-/// Runs `units` in one transaction and answers each after its commit (a durable one after the
-/// syncer's next sync, when there is a syncer).
+/// Units committed, with the answers to give them once their commit is as durable as each
+/// asked: given by [`give_answers`] after the connection is let go.
+type Committed = Vec<(Durability, Answer)>;
+
+/// Runs `units` as one group on `conn`, opening it first if needed. A unit not in what it
+/// returns was answered already, or dropped unrun (which its caller reads as a failure).
+async fn written(
+    file: &std::path::Path,
+    conn: &mut Option<AnyConnection>,
+    units: Vec<Unit>,
+    syncer: Option<&Syncer>,
+) -> Committed {
+    if let Some(reason) = syncer.and_then(|s| s.failed.lock().clone()) {
+        fail(units, &reason);
+        return Vec::new();
+    }
+    if conn.is_none() {
+        match inline_sqlite::connect(file).await {
+            Ok(c) => *conn = Some(c),
+            Err(e) => {
+                fail(units, &format!("no database connection: {e}"));
+                return Vec::new();
+            }
+        }
+    }
+    group_on(conn, units).await
+}
+
+/// Runs `units` as one group on the connection in `conn`, and drops the connection should the
+/// group leave it broken: the next group opens a fresh one.
+async fn group_on(conn: &mut Option<AnyConnection>, units: Vec<Unit>) -> Committed {
+    let Some(c) = conn.as_mut() else {
+        fail(units, "no database connection");
+        return Vec::new();
+    };
+    group(c, units).await.unwrap_or_else(|e| {
+        tracing::error!(error = %e, "a group commit failed");
+        *conn = None;
+        Vec::new()
+    })
+}
+
+/// Runs `units` in one transaction and returns, once it is committed, the answers to give.
 ///
 /// Optimistically first: the units run one after another with no savepoint between them, since
 /// nearly every unit succeeds and a savepoint costs two more statements per unit. Should one
 /// fail, the transaction is rolled back and the group runs again with a
 /// savepoint per unit, so the failed one is rolled back alone. A group of one needs no second
 /// run: rolling back the transaction rolled back exactly that unit.
-async fn group(
-    conn: &mut AnyConnection,
-    mut units: Vec<Unit>,
-    syncer: Option<&Syncer>,
-) -> Result<(), sqlx::Error> {
-    let ran = match pass(conn, &mut units, false).await? {
+async fn group(conn: &mut AnyConnection, mut units: Vec<Unit>) -> Result<Committed, sqlx::Error> {
+    Ok(match pass(conn, &mut units, false).await? {
         Pass::Committed(answers) => answers,
-        Pass::Answered => return Ok(()),
+        Pass::Answered => Vec::new(),
         Pass::RolledBack => match pass(conn, &mut units, true).await? {
             Pass::Committed(answers) => answers,
-            Pass::Answered | Pass::RolledBack => return Ok(()),
+            Pass::Answered | Pass::RolledBack => Vec::new(),
         },
-    };
+    })
+}
+
+/// Answers committed units: deferred ones now, durable ones after the syncer's next sync, when
+/// there is a syncer.
+fn give_answers(committed: Committed, syncer: Option<&Syncer>) {
     let mut to_sync = Vec::new();
-    for (durability, answer) in ran {
+    for (durability, answer) in committed {
         match (durability, syncer) {
             (Durability::Durable, Some(_)) => to_sync.push(answer),
             _ => answer(Ok(())),
@@ -264,7 +331,6 @@ async fn group(
             answer(Err("the syncer has stopped".into()));
         }
     }
-    Ok(())
 }
 
 /// How a run over a group ended.
@@ -417,9 +483,12 @@ impl Store {
         };
         debug_assert_eq!(self.backend, Backend::Sqlite);
         let (reply, answer) = oneshot::channel();
-        writer.queue(durability, unit, move |result| {
+        let unit = Writer::unit(durability, unit, move |result| {
             let _ = reply.send(result);
-        })?;
+        });
+        if let Err(unit) = writer.run_here(unit) {
+            writer.queue(unit)?;
+        }
         answer.await.map_err(|_| writer.stopped())?
     }
 
@@ -469,23 +538,22 @@ impl Store {
         // Answered on the writer's (or the syncer's) thread: a failure is logged there, and
         // the charge path spawns no task to wait for it. A unit dropped unrun is logged by
         // `fail`.
-        writer.queue(durability, unit, move |result| {
+        writer.queue(Writer::unit(durability, unit, move |result| {
             if let Err(e) = result {
                 tracing::warn!(error = %e, "{what} failed");
             }
-        })
+        }))
     }
 }
 
 impl Writer {
-    /// Hands `unit` to the writer; `reply` gets its result once its transaction is committed
+    /// `unit` as the writer runs it: `reply` gets its result once its transaction is committed
     /// (and synced, if durable). A unit that never runs drops `reply` uncalled.
-    fn queue<T, F>(
-        &self,
+    fn unit<T, F>(
         durability: Durability,
         unit: F,
         reply: impl FnOnce(Result<T, StoreError>) + Send + 'static,
-    ) -> Result<(), StoreError>
+    ) -> Unit
     where
         T: Send + 'static,
         F: WriteUnit<T>,
@@ -510,9 +578,47 @@ impl Writer {
                 (ok, answer)
             })
         }));
-        self.units
-            .send(Unit { durability, work })
-            .map_err(|_| commit_failed("the writer has stopped".into()))
+        Unit { durability, work }
+    }
+
+    /// Runs `unit` as a group of its own on the calling thread, when the writer is idle: no
+    /// unit pending and the connection free. Hands it back otherwise, to be queued.
+    ///
+    /// At low load most writes find the writer idle, and handing one to its thread and being
+    /// woken for the answer were two thread wakes, each about as long as the unit itself; a
+    /// deferred unit run here needs none, a durable one only the syncer's. Under load the
+    /// writer is rarely idle, and units queue and share its groups as before. It never blocks:
+    /// the connection runs SQLite in place ([`inline_sqlite`]), so each of the group's futures
+    /// is ready when first polled, and a busy writer is passed by, not waited for.
+    fn run_here(&self, unit: Unit) -> Result<(), Unit> {
+        let shared = &self.shared;
+        if shared.pending.load(Ordering::SeqCst) != 0 {
+            return Err(unit);
+        }
+        let Some(mut conn) = shared.conn.try_lock() else {
+            return Err(unit);
+        };
+        // Read again under the lock, which the writer lowers it under once its group is
+        // committed; a stopped writer or a closed connection is the writer thread's to handle.
+        if shared.pending.load(Ordering::SeqCst) != 0
+            || conn.is_none()
+            || self.failed.lock().is_some()
+        {
+            return Err(unit);
+        }
+        let committed = futures::executor::block_on(group_on(&mut conn, vec![unit]));
+        drop(conn);
+        give_answers(committed, shared.syncer.as_ref());
+        Ok(())
+    }
+
+    /// Hands `unit` to the writer thread.
+    fn queue(&self, unit: Unit) -> Result<(), StoreError> {
+        self.shared.pending.fetch_add(1, Ordering::SeqCst);
+        self.units.send(unit).map_err(|_| {
+            self.shared.pending.fetch_sub(1, Ordering::SeqCst);
+            commit_failed("the writer has stopped".into())
+        })
     }
 
     /// Why the writer takes no more units, once a sync failed.
@@ -820,6 +926,61 @@ mod tests {
             .unwrap();
         let expected: Vec<i64> = (0..64).filter(|v| v % 5 != 0).collect();
         assert_eq!(values, expected);
+    }
+
+    /// The name of the thread a write runs on, and the rows of `t` it sees.
+    async fn where_and_what(store: &Store) -> (String, i64) {
+        store
+            .write_with(Durability::Deferred, |conn| {
+                Box::pin(async move {
+                    let thread = std::thread::current().name().unwrap_or("").to_owned();
+                    let rows = sqlx::query_scalar::<_, i64>("SELECT COUNT(*) FROM t")
+                        .fetch_one(&mut *conn)
+                        .await?;
+                    Ok((thread, rows))
+                })
+            })
+            .await
+            .unwrap()
+    }
+
+    /// An idle writer: the caller runs its unit itself. A unit pending: the write queues behind
+    /// it on the writer's thread and sees what it wrote; once it is committed, callers run
+    /// their units themselves again.
+    #[tokio::test]
+    async fn a_write_runs_in_its_caller_only_when_nothing_is_pending() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = with_table(&dir).await;
+        // The writer opens its connection for the first unit, which it runs itself.
+        let (thread, rows) = where_and_what(&store).await;
+        assert_eq!((thread.as_str(), rows), ("pixgw-writer", 0));
+        let (thread, rows) = where_and_what(&store).await;
+        assert_ne!(thread, "pixgw-writer");
+        assert_eq!(rows, 0);
+
+        // A write behind held inside the writer by a gate.
+        let gate = Arc::new(Gate::default());
+        let held = gate.sync();
+        store
+            .write_behind(Durability::Deferred, "held", move |conn| {
+                Box::pin(async move {
+                    held().unwrap();
+                    sqlx::query("INSERT INTO t (v) VALUES (1)")
+                        .execute(&mut *conn)
+                        .await?;
+                    Ok(())
+                })
+            })
+            .await
+            .unwrap();
+        let mut behind = std::pin::pin!(where_and_what(&store));
+        assert!(futures::poll!(behind.as_mut()).is_pending(), "it waits");
+        gate.open();
+        let (thread, rows) = behind.await;
+        assert_eq!((thread.as_str(), rows), ("pixgw-writer", 1));
+        let (thread, rows) = where_and_what(&store).await;
+        assert_ne!(thread, "pixgw-writer");
+        assert_eq!(rows, 1);
     }
 
     #[tokio::test]
