@@ -333,6 +333,8 @@ impl Store {
             })
         })
         .await?;
+        // On the read connections (SQLite run in this task, no hop to a connection's thread):
+        // the claim above is committed, so a new read sees it.
         let rows = sqlx::query(
             "SELECT d.id, d.event_id, d.endpoint_id, d.status, d.attempts, d.next_attempt_at, \
              d.last_status, d.last_error, d.created_at, d.delivered_at, e.payload \
@@ -340,7 +342,7 @@ impl Store {
              WHERE d.lease_owner = $1 AND d.status = 'pending'",
         )
         .bind(&lease.0)
-        .fetch_all(self.pool())
+        .fetch_all(self.reads())
         .await?;
         let mut due = Vec::with_capacity(rows.len());
         // One read per endpoint, not per row: a busy endpoint has many rows in a claim.
