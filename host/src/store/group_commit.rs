@@ -159,7 +159,7 @@ impl Writer {
             .name("pixgw-writer".into())
             .spawn(move || {
                 let _entered = context.as_ref().map(|c| c.enter());
-                futures::executor::block_on(run(file, queue, writes));
+                run(file, queue, writes);
             })?;
         Ok(Writer {
             units,
@@ -233,9 +233,11 @@ impl Syncer {
     }
 }
 
-async fn run(file: PathBuf, mut queue: mpsc::UnboundedReceiver<Unit>, shared: Arc<Shared>) {
+/// The writer thread's loop. Each wait and each group is driven by its own `block_on`, so the
+/// connection's lock is never held across a suspension point.
+fn run(file: PathBuf, mut queue: mpsc::UnboundedReceiver<Unit>, shared: Arc<Shared>) {
     let syncer = shared.syncer.as_ref();
-    while let Some(first) = queue.recv().await {
+    while let Some(first) = futures::executor::block_on(queue.recv()) {
         let mut units = vec![first];
         while units.len() < MAX_GROUP {
             match queue.try_recv() {
@@ -248,7 +250,7 @@ async fn run(file: PathBuf, mut queue: mpsc::UnboundedReceiver<Unit>, shared: Ar
             // No longer pending once taken under the lock: a caller that gets the lock next
             // finds them committed.
             shared.pending.fetch_sub(units.len(), Ordering::SeqCst);
-            written(&file, &mut conn, units, syncer).await
+            futures::executor::block_on(written(&file, &mut conn, units, syncer))
         };
         give_answers(committed, syncer);
     }
