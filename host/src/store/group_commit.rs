@@ -589,9 +589,13 @@ impl Writer {
     /// At low load most writes find the writer idle, and handing one to its thread and being
     /// woken for the answer were two thread wakes, each about as long as the unit itself; a
     /// deferred unit run here needs none, a durable one only the syncer's. Under load the
-    /// writer is rarely idle, and units queue and share its groups as before. It never blocks:
+    /// writer is rarely idle, and units queue and share its groups as before. It never waits:
     /// the connection runs SQLite in place ([`inline_sqlite`]), so each of the group's futures
-    /// is ready when first polled, and a busy writer is passed by, not waited for.
+    /// is ready when first polled, and a busy writer is passed by, not waited for. It can
+    /// block on the disk, though: the commit that takes the WAL past SQLite's automatic
+    /// checkpoint threshold (1,000 pages) runs that checkpoint, with its syncs, on the calling
+    /// thread. Handing checkpoints to the writer thread (a WAL hook that only flags them) would
+    /// keep them off the async workers; not done yet.
     fn run_here(&self, unit: Unit) -> Result<(), Unit> {
         let shared = &self.shared;
         if shared.pending.load(Ordering::SeqCst) != 0 {
