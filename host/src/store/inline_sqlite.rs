@@ -20,6 +20,13 @@
 //! the writer needs: statements, transactions and savepoints. It does not prepare or describe
 //! statements for the query macros, nor run migrations (the pool does both).
 //!
+//! **Checkpoints are the writer thread's.** SQLite checkpoints the WAL (copies its pages into
+//! the database file, syncing both) inside the commit that takes it past 1,000 pages, on the
+//! thread that commits. The writer's connection also commits on request threads
+//! (`group_commit`'s `run_here`), so its automatic checkpoint is replaced by a WAL hook that
+//! only notes, for the committing thread, that one is due ([`take_checkpoint_due`]); the
+//! writer thread runs it.
+//!
 //! sqlx builds an `AnyConnection` only through a registered driver, and a driver is a
 //! [`Database`]: [`InlineSqlite`] is one whose row, column, value and statement types are never
 //! made (every row reaches the writer as an `AnyRow`).
@@ -60,9 +67,40 @@ const STATEMENT_CACHE: usize = 256;
 /// A statement slower than this is logged as a warning, as the pool's are (`Store::connect`).
 const SLOW: Duration = Duration::from_secs(1);
 
+/// WAL pages past which a checkpoint is due: SQLite's own automatic threshold.
+const CHECKPOINT_PAGES: std::os::raw::c_int = 1000;
+
+thread_local! {
+    /// Set on the thread of a commit of the writer's connection that left the WAL at
+    /// [`CHECKPOINT_PAGES`] or more.
+    static CHECKPOINT_DUE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Whether a commit of the writer's connection on this thread, since the last call, left the
+/// WAL due for a checkpoint. Cleared by the call.
+pub(crate) fn take_checkpoint_due() -> bool {
+    CHECKPOINT_DUE.with(|due| due.replace(false))
+}
+
+/// The writer connection's WAL hook, in place of SQLite's automatic checkpoint: called after
+/// each commit with the pages the WAL now holds, it only notes that a checkpoint is due.
+unsafe extern "C" fn note_checkpoint_due(
+    _: *mut std::os::raw::c_void,
+    _: *mut ffi::sqlite3,
+    _: *const std::os::raw::c_char,
+    pages: std::os::raw::c_int,
+) -> std::os::raw::c_int {
+    if pages >= CHECKPOINT_PAGES {
+        // `try_with`: nothing may panic across SQLite's C frames, not even a thread's exit.
+        let _ = CHECKPOINT_DUE.try_with(|due| due.set(true));
+    }
+    ffi::SQLITE_OK
+}
+
 /// Opens `file` (an existing SQLite database in WAL mode) for the writer. Its commits are not
 /// synced by SQLite (`synchronous = NORMAL`): the writer's syncer makes them durable, or the
-/// store was configured with `NORMAL` to begin with.
+/// store was configured with `NORMAL` to begin with. Nor do they checkpoint the WAL: a commit
+/// past the threshold is noted for [`take_checkpoint_due`], and the writer checkpoints.
 pub(crate) async fn connect(file: &Path) -> Result<AnyConnection, Error> {
     AnyConnection::connect_with(&options(file, Access::ReadWrite)?).await
 }
@@ -156,6 +194,14 @@ impl InlineConnection {
                 .map_err(sql_error)?;
         db.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
         db.execute_batch(pragmas).map_err(sql_error)?;
+        if access == Access::ReadWrite {
+            // After the pragmas: `PRAGMA wal_autocheckpoint` would replace the hook.
+            // SAFETY: the handle is this open connection's; the hook takes no argument and
+            // stays valid for the program's life.
+            unsafe {
+                ffi::sqlite3_wal_hook(db.handle(), Some(note_checkpoint_due), std::ptr::null_mut());
+            }
+        }
         Ok(InlineConnection {
             db,
             depth: 0,
@@ -1041,6 +1087,37 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let error = connect(&dir.path().join("missing.db")).await.unwrap_err();
         assert!(error.to_string().contains("unable to open"), "{error}");
+    }
+
+    #[tokio::test]
+    async fn a_commit_past_the_checkpoint_threshold_is_noted_and_not_checkpointed() {
+        let (dir, _pool, mut inline) = both().await;
+        let file = dir.path().join("t.db");
+        take_checkpoint_due();
+        sqlx::query("INSERT INTO p (id, name) VALUES (1, 'a')")
+            .execute(&mut inline)
+            .await
+            .unwrap();
+        assert!(!take_checkpoint_due(), "a few pages are not due");
+        // 160 rows of 8 pages: past the 1,000 pages of SQLite's automatic checkpoint.
+        let mut tx = inline.begin().await.unwrap();
+        for _ in 0..160 {
+            sqlx::query("INSERT INTO t (b) VALUES (zeroblob(32768))")
+                .execute(&mut *tx)
+                .await
+                .unwrap();
+        }
+        tx.commit().await.unwrap();
+        assert!(take_checkpoint_due());
+        assert!(!take_checkpoint_due(), "taking it clears it");
+        // The pages are in the WAL only: the commit did not copy them to the database file.
+        let size = || std::fs::metadata(&file).unwrap().len();
+        assert!(size() < 1 << 20, "the database file holds {} bytes", size());
+        sqlx::query("PRAGMA wal_checkpoint(PASSIVE)")
+            .execute(&mut inline)
+            .await
+            .unwrap();
+        assert!(size() > 5 << 20, "the database file holds {} bytes", size());
     }
 
     #[tokio::test]
