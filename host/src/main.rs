@@ -13,6 +13,13 @@ use pixgw::runtime::Runtime;
 use pixgw::store::Store;
 use pixgw::vault::Vault;
 
+/// Under load glibc's malloc took about a tenth of the gateway's CPU (requests, QR images and
+/// SQLite pages allocated and freed across threads); with mimalloc the gateway makes 12–19 %
+/// more charges a second. Built without transparent huge pages (`no_thp`), which doubled its
+/// resident memory.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[derive(Parser)]
 #[command(
     name = "pixgw",
