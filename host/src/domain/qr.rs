@@ -550,11 +550,7 @@ mod tests {
         for text in [BR_CODE, DYNAMIC_BR_CODE] {
             let b64 = qr_png_base64(text).unwrap();
             let bytes = decode(&b64).len();
-            assert!(
-                bytes <= 1024,
-                "{bytes} bytes for {} characters",
-                text.len()
-            );
+            assert!(bytes <= 1024, "{bytes} bytes for {} characters", text.len());
             let (pixels, side) = pixels(&b64);
             assert_eq!(read_qr(&pixels, side).as_deref(), Some(text));
             // Seen from afar: every 4 × 4 block averaged into one pixel, 2 pixels a module,
