@@ -375,7 +375,7 @@ fn give_answers(committed: Committed, syncer: Option<&Syncer>) {
 enum Pass {
     /// Committed: the answers of the units, to give once their commit is as durable as each
     /// asked.
-    Committed(Vec<(Durability, Answer)>),
+    Committed(Committed),
     /// Every unit answered: its one unit was rolled back, or the commit failed.
     Answered,
     /// A unit failed without a savepoint: nothing is committed and nobody answered.
@@ -392,7 +392,7 @@ async fn pass(
     // meet a snapshot another connection's commit made stale.
     let mut tx = conn.begin_with("BEGIN IMMEDIATE").await?;
     let alone = units.len() == 1;
-    let mut answers: Vec<(Durability, Answer)> = Vec::with_capacity(units.len());
+    let mut answers: Committed = Vec::with_capacity(units.len());
     for unit in units.iter_mut() {
         if !isolated {
             let (ok, answer) = run_unit(unit, &mut tx).await;

@@ -25,6 +25,14 @@ fn literal_lengths() -> [u8; LITERALS] {
     lengths
 }
 
+/// The same for every image: built once.
+static LITERAL_LENGTHS: std::sync::LazyLock<[u8; LITERALS]> =
+    std::sync::LazyLock::new(literal_lengths);
+static LITERAL_CODE: std::sync::LazyLock<Code> =
+    std::sync::LazyLock::new(|| Code::canonical(&*LITERAL_LENGTHS));
+static CODE_LENGTH_CODE: std::sync::LazyLock<Code> =
+    std::sync::LazyLock::new(|| Code::canonical(&code_length_lengths()));
+
 /// Literal/length symbols sent: every one up to 285, the longest copy.
 const LITERALS: usize = 286;
 const END_OF_BLOCK: usize = 256;
@@ -50,6 +58,15 @@ const DISTANCE_EXTRA: [u8; 30] = [
 const MAX_COPY: usize = 258;
 const MAX_DISTANCE: usize = 32768;
 
+/// The code-length code's lengths: [`CODE_LENGTH_SYMBOLS`] three bits each, the rest unused.
+fn code_length_lengths() -> [u8; 19] {
+    let mut lengths = [0u8; 19];
+    for symbol in CODE_LENGTH_SYMBOLS {
+        lengths[symbol] = 3;
+    }
+    lengths
+}
+
 /// The order in which the code-length code's lengths are sent (RFC 1951 §3.2.7).
 const CODE_LENGTH_ORDER: [usize; 19] = [
     16, 17, 18, 0, 8, 7, 9, 6, 10, 5, 11, 4, 12, 3, 13, 2, 14, 1, 15,
@@ -71,7 +88,7 @@ pub(super) fn compress_rows<'r>(rows: impl IntoIterator<Item = &'r [u8]>) -> Vec
         (3..=MAX_DISTANCE).contains(&row_len),
         "a QR image row of {row_len} bytes"
     );
-    let literals = Code::canonical(&literal_lengths());
+    let literals = &*LITERAL_CODE;
     let distance_symbol = code_of(&DISTANCE_BASE, row_len);
     // Two one-bit codes (a complete code): the rows' distance and an unused neighbour.
     let mut distance_lengths = vec![0u8; distance_symbol.max(1) + 1];
@@ -85,18 +102,14 @@ pub(super) fn compress_rows<'r>(rows: impl IntoIterator<Item = &'r [u8]>) -> Vec
     out.put((LITERALS - 257) as u32, 5);
     out.put((distance_lengths.len() - 1) as u32, 5);
     out.put((CODE_LENGTH_ORDER.len() - 4) as u32, 4);
-    let mut code_length_lengths = [0u8; 19];
-    for symbol in CODE_LENGTH_SYMBOLS {
-        code_length_lengths[symbol] = 3;
-    }
+    let code_length_lengths = code_length_lengths();
     for symbol in CODE_LENGTH_ORDER {
         out.put(u32::from(code_length_lengths[symbol]), 3);
     }
-    let code_lengths = Code::canonical(&code_length_lengths);
     put_lengths(
         &mut out,
-        &code_lengths,
-        literal_lengths().iter().chain(&distance_lengths).copied(),
+        &CODE_LENGTH_CODE,
+        LITERAL_LENGTHS.iter().chain(&distance_lengths).copied(),
     );
 
     let mut adler = Adler32::default();
@@ -110,7 +123,7 @@ pub(super) fn compress_rows<'r>(rows: impl IntoIterator<Item = &'r [u8]>) -> Vec
                 adler.add(sums);
             }
             _ => {
-                put_copy(&mut out, &literals, &distances, copied, row_len);
+                put_copy(&mut out, literals, &distances, copied, row_len);
                 copied = 0;
                 for &byte in row {
                     assert!(
@@ -125,7 +138,7 @@ pub(super) fn compress_rows<'r>(rows: impl IntoIterator<Item = &'r [u8]>) -> Vec
             }
         }
     }
-    put_copy(&mut out, &literals, &distances, copied, row_len);
+    put_copy(&mut out, literals, &distances, copied, row_len);
     literals.put(&mut out, END_OF_BLOCK);
 
     // Deflate with a 32 KB window, no dictionary, and a check that makes the header a multiple
