@@ -366,3 +366,44 @@ async fn the_durable_adapter_cache_is_bounded_per_credential(backend: Backend) {
     assert!(cache.get("asaas/cred-a", &last).await.is_some());
 }
 both_backends!(the_durable_adapter_cache_is_bounded_per_credential);
+
+/// The worker claims again after every attempt; with nothing due, that claim is a read and
+/// never waits for the SQLite writer (at low load it made the next request's writes queue
+/// behind it). With a row due, the claim is the writer's again and sees every write queued
+/// before it.
+#[tokio::test]
+async fn a_claim_with_nothing_due_does_not_wait_for_the_writer() {
+    let (_db, store) = store_on(Backend::Sqlite).await;
+    let merchant = store
+        .create_merchant("Loja", PlanId::Enterprise)
+        .await
+        .unwrap()
+        .id;
+    let endpoint = endpoint(&store, &merchant, "enabled", false).await;
+    // A write held inside the writer until the test lets it go.
+    let (release, held) = std::sync::mpsc::channel::<()>();
+    let held = std::sync::Arc::new(std::sync::Mutex::new(held));
+    store
+        .write_behind(pixgw::store::Durability::Deferred, "held", move |_conn| {
+            Box::pin(async move {
+                let _ = held.lock().unwrap().recv();
+                Ok(())
+            })
+        })
+        .await
+        .unwrap();
+    let claim = tokio::time::timeout(
+        Duration::from_secs(30),
+        store.claim_due_deliveries(limits(60_000)),
+    )
+    .await
+    .expect("a claim with nothing due waited for the writer")
+    .unwrap();
+    assert!(claim.is_empty());
+
+    release.send(()).unwrap();
+    let ids = event_to(&store, &merchant, &[&endpoint]).await;
+    let claimed = store.claim_due_deliveries(limits(60_000)).await.unwrap();
+    let claimed: Vec<&str> = claimed.iter().map(|d| d.delivery.id.as_str()).collect();
+    assert_eq!(claimed, [ids[0].as_str()]);
+}

@@ -60,6 +60,31 @@ fn reqwest_plain() -> reqwest::Client {
     reqwest::Client::new()
 }
 
+/// The host speaks HTTP/1.1 to PSPs over pooled connections, though the simulator, as PSPs
+/// do, offers HTTP/2 too (`runtime/outbound`: one write a request instead of two and a task
+/// hop).
+#[tokio::test]
+async fn psp_calls_are_http_1_1() {
+    let sim = start_sim().await;
+    let rt = runtime_with(&["efi"], Limits::default(), Some(&sim)).await;
+    let efi = rt.runtime.adapter("efi").unwrap();
+    let cred = efi.prepare(&sim_credential(&sim, "efi", None));
+    for n in 0..2 {
+        efi.create_charge(&cred, &format!("req-{n}"), &charge_request(1000 + n))
+            .await
+            .unwrap();
+    }
+    let requests = common::sim_control(&sim, "/_sim/requests?provider=efi", None).await;
+    let versions: Vec<&str> = requests
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["version"].as_str().unwrap())
+        .collect();
+    // The OAuth token, then two charges.
+    assert_eq!(versions, ["HTTP/1.1"; 3], "{requests}");
+}
+
 #[tokio::test]
 async fn create_query_notify_pay_and_cancel() {
     let sim = start_sim().await;

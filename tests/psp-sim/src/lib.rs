@@ -362,6 +362,9 @@ pub(crate) struct RequestRecord {
     pub method: String,
     /// Path and query as received.
     pub path: String,
+    /// The HTTP version the request came in: `HTTP/1.1` or `HTTP/2.0` (the simulator offers
+    /// both, as PSPs do).
+    pub version: String,
     pub at: String,
     /// Status answered; `None` while in flight or when the connection was dropped.
     pub status: Option<u16>,
@@ -477,6 +480,7 @@ async fn psp_middleware(
         id,
         method: req.method().to_string(),
         path: path.clone(),
+        version: format!("{:?}", req.version()),
         at: now_rfc3339(),
         status: None,
         outcome: None,
