@@ -498,7 +498,8 @@ impl Service {
             created_at: now,
             updated_at: now,
         };
-        if !self.store.insert_creating_charge(&charge).await?? {
+        let (admitted, on_disk) = self.store.insert_creating_charge_then_sync(&charge).await?;
+        if !admitted? {
             // A request with this reference got here first (resumed requests are settled
             // before they reach this point).
             let Some(existing) = self.store.charge_by_reference(reference.as_str()).await? else {
@@ -531,8 +532,19 @@ impl Service {
             },
             expires_in: input.expires_in,
         };
+        // The PSP must not hear of the charge before its `creating` row is on disk: a crash
+        // would lose a charge the PSP holds. The adapter gets ready while the row is synced
+        // (instantiated, its token found, its request built and signed) and sends after.
+        let on_disk: runtime::SendGate = futures::FutureExt::shared(Box::pin(on_disk));
         let started = std::time::Instant::now();
-        let result = adapter.create_charge(&prepared, request_id, &request).await;
+        let result = adapter
+            .create_charge_after(&prepared, request_id, &request, on_disk.clone())
+            .await;
+        if let Some(Err(why)) = on_disk.peek() {
+            // Nothing reached the PSP; the writer takes no more writes (not even this row's
+            // removal) until the gateway is restarted.
+            return Err(StoreError::Unsynced(why.clone()).into());
+        }
         crate::metrics::psp_call(
             &provider,
             "create-charge",

@@ -4,6 +4,8 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use futures::future::{BoxFuture, Shared};
+
 use wasmtime::component::ResourceTable;
 use wasmtime::{ResourceLimiter, Store, UpdateDeadline};
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
@@ -137,6 +139,12 @@ pub enum TransportFailure {
     NoAnswer,
 }
 
+/// What an adapter call's requests to the PSP wait for, the first of them before it goes out
+/// ([`super::Adapter::create_charge_after`]): the adapter runs meanwhile (it is instantiated,
+/// finds its token, builds and signs its request). An `Err` keeps every request of the call
+/// unsent, the adapter hearing that reason as a request not sent.
+pub type SendGate = Shared<BoxFuture<'static, Result<(), String>>>;
+
 /// Store data of one call.
 pub struct CallState {
     /// The last transport failure of this call, if any.
@@ -150,6 +158,7 @@ pub struct CallState {
     cache_scope: Arc<str>,
     provider: Arc<str>,
     request_id: String,
+    send_gate: Option<SendGate>,
 }
 
 impl WasiView for CallState {
@@ -204,6 +213,7 @@ pub(super) async fn run<R>(
     provider: &Arc<str>,
     credential: Option<&PreparedCredential>,
     request_id: &str,
+    send_gate: Option<SendGate>,
     f: impl AsyncFnOnce(&bindings::Adapter, &mut Store<CallState>) -> wasmtime::Result<R>,
 ) -> (Result<R, PluginFault>, Option<TransportFailure>) {
     let limits = &engine.limits;
@@ -228,6 +238,7 @@ pub(super) async fn run<R>(
             .unwrap_or_else(|| provider.clone()),
         provider: provider.clone(),
         request_id: request_id.to_owned(),
+        send_gate,
     };
     let mut store = Store::new(&engine.engine, state);
     store.limiter(|s| &mut s.limiter);
@@ -287,6 +298,12 @@ fn fault_of(
 
 impl http::Host for CallState {
     async fn send(&mut self, request: http::Request) -> Result<http::Response, http::HttpError> {
+        if let Some(gate) = &self.send_gate
+            && let Err(why) = gate.clone().await
+        {
+            self.transport_failure = Some(TransportFailure::NotSent);
+            return Err(http::HttpError::NotSent(why));
+        }
         let started = Instant::now();
         let (method, url) = (request.method, request.url.clone());
         let result = self

@@ -34,7 +34,7 @@ pub use bindings::types::{
     EnvironmentPrefixes, Error as PspError, FieldKind, Manifest, Payer, PayerField, PaymentEvent,
     PspError as PspErrorDetail, RefusalReason, WebhookAuth, WebhookRequest,
 };
-pub use call::{Credential, PluginFault, PreparedCredential, TransportFailure};
+pub use call::{Credential, PluginFault, PreparedCredential, SendGate, TransportFailure};
 pub use engine::Limits;
 pub use outbound::{check_certificate_pem, check_identity_pem, check_private_key_pem};
 pub use registry::{AdapterStatus, LoadError};
@@ -287,6 +287,7 @@ impl Runtime {
             &id,
             None,
             "load",
+            None,
             async |adapter, store| adapter.call_manifest(store).await,
         )
         .await;
@@ -388,7 +389,23 @@ impl Adapter {
         request: &ChargeRequest,
     ) -> Result<Charge, CallError> {
         let ctx = cred.context(request_id);
-        self.call(cred, request_id, async |a, s| {
+        self.call(cred, request_id, None, async |a, s| {
+            a.call_create_charge(s, &ctx, request).await
+        })
+        .await
+    }
+
+    /// [`Adapter::create_charge`] whose requests wait for `gate` before going out: the
+    /// adapter's own work before its first request overlaps whatever the gate waits for.
+    pub async fn create_charge_after(
+        &self,
+        cred: &PreparedCredential,
+        request_id: &str,
+        request: &ChargeRequest,
+        gate: SendGate,
+    ) -> Result<Charge, CallError> {
+        let ctx = cred.context(request_id);
+        self.call(cred, request_id, Some(gate), async |a, s| {
             a.call_create_charge(s, &ctx, request).await
         })
         .await
@@ -402,7 +419,7 @@ impl Adapter {
         psp_id: Option<&str>,
     ) -> Result<Charge, CallError> {
         let ctx = cred.context(request_id);
-        self.call(cred, request_id, async |a, s| {
+        self.call(cred, request_id, None, async |a, s| {
             a.call_query_charge(s, &ctx, reference, psp_id).await
         })
         .await
@@ -416,7 +433,7 @@ impl Adapter {
         psp_id: Option<&str>,
     ) -> Result<Charge, CallError> {
         let ctx = cred.context(request_id);
-        self.call(cred, request_id, async |a, s| {
+        self.call(cred, request_id, None, async |a, s| {
             a.call_cancel_charge(s, &ctx, reference, psp_id).await
         })
         .await
@@ -429,7 +446,7 @@ impl Adapter {
         request: &WebhookRequest,
     ) -> Result<Vec<PaymentEvent>, CallError> {
         let ctx = cred.context(request_id);
-        self.call(cred, request_id, async |a, s| {
+        self.call(cred, request_id, None, async |a, s| {
             a.call_parse_webhook(s, &ctx, request).await
         })
         .await
@@ -441,7 +458,7 @@ impl Adapter {
         request_id: &str,
     ) -> Result<(), CallError> {
         let ctx = cred.context(request_id);
-        self.call(cred, request_id, async |a, s| {
+        self.call(cred, request_id, None, async |a, s| {
             a.call_register_webhook(s, &ctx).await
         })
         .await
@@ -453,7 +470,7 @@ impl Adapter {
         request_id: &str,
     ) -> Result<(), CallError> {
         let ctx = cred.context(request_id);
-        self.call(cred, request_id, async |a, s| {
+        self.call(cred, request_id, None, async |a, s| {
             a.call_check_credentials(s, &ctx).await
         })
         .await
@@ -463,6 +480,7 @@ impl Adapter {
         &self,
         cred: &PreparedCredential,
         request_id: &str,
+        send_gate: Option<SendGate>,
         f: impl AsyncFnOnce(
             &bindings::Adapter,
             &mut wasmtime::Store<CallState>,
@@ -484,6 +502,7 @@ impl Adapter {
             &self.loaded.id,
             Some(cred),
             request_id,
+            send_gate,
             f,
         )
         .await;

@@ -5,7 +5,7 @@
 use sqlx::Row;
 
 use super::events::EventRecord;
-use super::{Columns, Store, StoreError};
+use super::{Columns, OnDisk, Store, StoreError};
 use crate::domain::{Environment, Reference};
 
 /// Where it always was; defined with the other domain types.
@@ -128,12 +128,25 @@ impl Store {
         &self,
         c: &ChargeRecord,
     ) -> Result<crate::plans::Admission<bool>, StoreError> {
+        let (inserted, on_disk) = self.insert_creating_charge_then_sync(c).await?;
+        on_disk.await.map_err(StoreError::Unsynced)?;
+        Ok(inserted)
+    }
+
+    /// [`Store::insert_creating_charge`] answered at its commit, with the [`OnDisk`] to wait
+    /// for before the PSP may hear of the charge ([`Store::write_then_sync`]).
+    pub async fn insert_creating_charge_then_sync(
+        &self,
+        c: &ChargeRecord,
+    ) -> Result<(crate::plans::Admission<bool>, OnDisk), StoreError> {
         if self.backend == super::Backend::Postgres {
-            return self.insert_counted_apart(c).await;
+            return Ok((self.insert_counted_apart(c).await?, OnDisk::already()));
         }
         let (store, c) = (self.clone(), c.clone());
-        self.write(move |conn| Box::pin(async move { store.insert_creating_on(conn, &c).await }))
-            .await
+        self.write_then_sync(move |conn| {
+            Box::pin(async move { store.insert_creating_on(conn, &c).await })
+        })
+        .await
     }
 
     /// [`Store::insert_creating_charge`] on PostgreSQL: the count, then the insert.

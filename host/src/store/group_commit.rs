@@ -292,6 +292,35 @@ impl Shared {
     }
 }
 
+/// A commit on its way to the disk ([`Store::write_then_sync`]): resolves once it is there, or
+/// with why it never will be ([`StoreError::Unsynced`] says it to a caller).
+#[must_use = "an unawaited OnDisk says nothing about the disk"]
+pub struct OnDisk(BoxFuture<'static, Result<(), String>>);
+
+impl OnDisk {
+    /// A commit that was durable when it returned.
+    pub(super) fn already() -> OnDisk {
+        OnDisk(Box::pin(std::future::ready(Ok(()))))
+    }
+}
+
+impl std::future::Future for OnDisk {
+    type Output = Result<(), String>;
+
+    fn poll(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Self::Output> {
+        self.0.as_mut().poll(cx)
+    }
+}
+
+impl std::fmt::Debug for OnDisk {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("OnDisk")
+    }
+}
+
 /// Units committed, with the answers to give them once their commit is as durable as each
 /// asked: given by [`give_answers`] after the connection is let go.
 type Committed = Vec<(Durability, Answer)>;
@@ -530,6 +559,33 @@ impl Store {
         answer.await.map_err(|_| writer.stopped())?
     }
 
+    /// [`Store::write`] split in two: the unit's result once its transaction is committed (and
+    /// seen by every later read and write), and an [`OnDisk`] that resolves once that commit
+    /// is on disk. A caller can then start what needs only the result, and wait for the disk
+    /// just before what must not happen without it: a charge's adapter call builds and signs
+    /// its request while its `creating` row is synced, and only sends it after.
+    ///
+    /// On SQLite with a syncer the unit commits as a deferred one and the syncer's next sync,
+    /// begun after the commit, resolves it; elsewhere the write is durable when it returns
+    /// (PostgreSQL's commit, or SQLite at `synchronous = NORMAL`, which never syncs) and so is
+    /// the `OnDisk`.
+    pub async fn write_then_sync<T, F>(&self, unit: F) -> Result<(T, OnDisk), StoreError>
+    where
+        T: Send + 'static,
+        F: WriteUnit<T>,
+    {
+        match &self.writer {
+            Some(writer) if writer.shared.syncer.is_some() => {
+                let value = self.write_with(Durability::Deferred, unit).await?;
+                Ok((value, writer.synced()))
+            }
+            _ => {
+                let value = self.write_with(Durability::Durable, unit).await?;
+                Ok((value, OnDisk::already()))
+            }
+        }
+    }
+
     /// [`Store::write_with`] for a unit whose statements each leave the data consistent on
     /// their own (one statement, or a statement and a re-read on conflict): on PostgreSQL it runs
     /// outside a transaction, each statement committing by itself, which saves the two round
@@ -661,6 +717,25 @@ impl Writer {
             self.shared.pending.fetch_sub(1, Ordering::SeqCst);
             commit_failed("the writer has stopped".into())
         })
+    }
+
+    /// Resolves once every commit made before the call is on disk: the syncer's next sync
+    /// begins after it is asked, and so covers them. `Err` when that sync failed, or an
+    /// earlier one did.
+    fn synced(&self) -> OnDisk {
+        let Some(syncer) = &self.shared.syncer else {
+            return OnDisk::already();
+        };
+        let (tx, rx) = oneshot::channel();
+        let answer: Answer = Box::new(move |result| {
+            let _ = tx.send(result);
+        });
+        // A syncer that has stopped drops the answer unsent, and the receiver says so.
+        let _ = syncer.queue.send(vec![answer]);
+        OnDisk(Box::pin(async move {
+            rx.await
+                .unwrap_or_else(|_| Err("the syncer has stopped".into()))
+        }))
     }
 
     /// Why the writer takes no more units, once a sync failed.
@@ -840,6 +915,57 @@ mod tests {
             .await
             .unwrap();
         assert_eq!(count, 4 + 64);
+    }
+
+    /// The write is answered at its commit, visible to every read; its `OnDisk` only once a
+    /// sync begun after that commit is done. A failed sync says why.
+    #[tokio::test]
+    async fn a_write_then_sync_is_answered_at_its_commit_and_on_disk_after_a_sync() {
+        let dir = tempfile::tempdir().unwrap();
+        let gate = Arc::new(Gate::default());
+        let store = with_sync(&dir, with_table(&dir).await, gate.sync());
+        let write = |v: i64| {
+            store.write_then_sync(move |conn| {
+                Box::pin(async move {
+                    sqlx::query("INSERT INTO t (v) VALUES ($1)")
+                        .bind(v)
+                        .execute(&mut *conn)
+                        .await?;
+                    Ok(v)
+                })
+            })
+        };
+        let (v, on_disk) = write(1).await.unwrap();
+        assert_eq!(v, 1);
+        let seen: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM t")
+            .fetch_one(store.reads())
+            .await
+            .unwrap();
+        assert_eq!(seen, 1, "committed, and seen by a read");
+        let on_disk = tokio::spawn(on_disk);
+        gate.wait_for_a_sync().await;
+        assert!(!on_disk.is_finished(), "on disk before its sync");
+        gate.open();
+        assert_eq!(on_disk.await.unwrap(), Ok(()));
+
+        let failing: SyncFn = Arc::new(|| Err(std::io::Error::other("disk on fire")));
+        let store = with_sync(&dir, store, failing);
+        let (_, on_disk) = store
+            .write_then_sync(|conn| {
+                Box::pin(async move {
+                    sqlx::query("INSERT INTO t (v) VALUES (2)")
+                        .execute(&mut *conn)
+                        .await?;
+                    Ok(())
+                })
+            })
+            .await
+            .unwrap();
+        let why = on_disk.await.unwrap_err();
+        assert!(
+            why.contains("syncing the database's WAL to disk failed (disk on fire)"),
+            "{why}"
+        );
     }
 
     #[tokio::test]

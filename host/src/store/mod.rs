@@ -27,7 +27,7 @@ pub mod events;
 pub mod evidence;
 mod group_commit;
 mod inline_sqlite;
-pub use group_commit::{Durability, WriteUnit};
+pub use group_commit::{Durability, OnDisk, WriteUnit};
 pub mod idempotency;
 pub mod inbound;
 pub mod live;
@@ -64,6 +64,9 @@ pub enum StoreError {
     Corrupt(String),
     #[error("database error: {0}")]
     Sql(#[from] sqlx::Error),
+    /// A committed write did not reach the disk ([`OnDisk`]).
+    #[error("the database could not make a write durable: {0}")]
+    Unsynced(String),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -85,6 +85,72 @@ async fn psp_calls_are_http_1_1() {
     assert_eq!(versions, ["HTTP/1.1"; 3], "{requests}");
 }
 
+/// A create given a gate (in the gateway: the charge's `creating` row reaching the disk) runs
+/// up to its first request and sends nothing until the gate opens; a gate that fails keeps
+/// every request unsent, and the call is `unavailable`, nothing sent.
+#[tokio::test]
+async fn a_gated_create_sends_nothing_before_its_gate_opens() {
+    use futures::FutureExt;
+    use pixgw::runtime::{SendGate, TransportFailure};
+    let sim = start_sim().await;
+    let rt = runtime_with(&["efi"], Limits::default(), Some(&sim)).await;
+    let efi = rt.runtime.adapter("efi").unwrap();
+    let cred = efi.prepare(&sim_credential(&sim, "efi", None));
+    let sent = async || {
+        common::sim_control(&sim, "/_sim/requests?provider=efi", None)
+            .await
+            .as_array()
+            .unwrap()
+            .len()
+    };
+    // A gate that says when the call first waits on it.
+    let gate = |outcome: tokio::sync::oneshot::Receiver<Result<(), String>>| {
+        let (reached, waiting) = tokio::sync::oneshot::channel::<()>();
+        let gate: SendGate = async move {
+            let _ = reached.send(());
+            outcome.await.unwrap()
+        }
+        .boxed()
+        .shared();
+        (gate, waiting)
+    };
+
+    let (open, outcome) = tokio::sync::oneshot::channel();
+    let (opens, waiting) = gate(outcome);
+    let request = charge_request(1990);
+    let call = efi.create_charge_after(&cred, "req-gated", &request, opens);
+    tokio::pin!(call);
+    tokio::select! {
+        result = &mut call => panic!("finished before its gate opened: {result:?}"),
+        reached = waiting => reached.unwrap(),
+    }
+    assert_eq!(sent().await, 0, "a request went out before the gate opened");
+    open.send(Ok(())).unwrap();
+    let charge = call.await.unwrap();
+    assert_eq!(
+        (charge.status, charge.amount),
+        (ChargeStatus::Pending, 1990)
+    );
+    // The OAuth token, then the charge.
+    assert_eq!(sent().await, 2);
+
+    let (fail, outcome) = tokio::sync::oneshot::channel();
+    let (fails, _) = gate(outcome);
+    fail.send(Err("the disk is on fire".into())).unwrap();
+    match efi
+        .create_charge_after(&cred, "req-unsynced", &charge_request(2990), fails)
+        .await
+    {
+        Err(CallError::Psp {
+            error: PspError::Unavailable(_),
+            transport: Some(TransportFailure::NotSent),
+            ..
+        }) => {}
+        other => panic!("expected unavailable, nothing sent; got {other:?}"),
+    }
+    assert_eq!(sent().await, 2, "a request went out through a failed gate");
+}
+
 #[tokio::test]
 async fn create_query_notify_pay_and_cancel() {
     let sim = start_sim().await;
