@@ -205,17 +205,29 @@ impl ResourceLimiter for MemoryLimiter {
     }
 }
 
+/// Whom one call is for: the adapter's provider, the credential it acts with (none to read a
+/// manifest), the request it serves, and what its requests wait for.
+pub(super) struct Scope<'a> {
+    pub provider: &'a Arc<str>,
+    pub credential: Option<&'a PreparedCredential>,
+    pub request_id: &'a str,
+    pub send_gate: Option<SendGate>,
+}
+
 /// Runs `f` against a fresh instance of `pre` with the call's limits and scope.
 pub(super) async fn run<R>(
     engine: &AdapterEngine,
     services: &Arc<Services>,
     pre: &bindings::AdapterPre<CallState>,
-    provider: &Arc<str>,
-    credential: Option<&PreparedCredential>,
-    request_id: &str,
-    send_gate: Option<SendGate>,
+    scope: Scope<'_>,
     f: impl AsyncFnOnce(&bindings::Adapter, &mut Store<CallState>) -> wasmtime::Result<R>,
 ) -> (Result<R, PluginFault>, Option<TransportFailure>) {
+    let Scope {
+        provider,
+        credential,
+        request_id,
+        send_gate,
+    } = scope;
     let limits = &engine.limits;
     let state = CallState {
         transport_failure: None,

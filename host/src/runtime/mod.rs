@@ -284,10 +284,12 @@ impl Runtime {
             &self.engine,
             &self.services,
             &pre,
-            &id,
-            None,
-            "load",
-            None,
+            call::Scope {
+                provider: &id,
+                credential: None,
+                request_id: "load",
+                send_gate: None,
+            },
             async |adapter, store| adapter.call_manifest(store).await,
         )
         .await;
@@ -499,10 +501,12 @@ impl Adapter {
             &rt.engine,
             &rt.services,
             &self.loaded.pre,
-            &self.loaded.id,
-            Some(cred),
-            request_id,
-            send_gate,
+            call::Scope {
+                provider: &self.loaded.id,
+                credential: Some(cred),
+                request_id,
+                send_gate,
+            },
             f,
         )
         .await;

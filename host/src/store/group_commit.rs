@@ -23,7 +23,11 @@
 //! latency is no longer on every write's path, and one sync covers every transaction committed
 //! before it began. This is what `FULL` itself does (sync the WAL after the commit's frames),
 //! moved to another thread: a unit is never told a durable write happened before its frames are
-//! on disk. A failed sync stops the writer for good (see [`Syncer`]).
+//! on disk. A failed sync stops the writer for good (see [`Syncer`]). With nothing to sync, the
+//! syncer starts writing out what deferred commits left in the page cache, so that the next
+//! durable unit's sync waits for little more than its own frames. [`Store::write_then_sync`]
+//! answers a write at its commit and hands its caller the sync to wait for later: a charge's
+//! adapter call gets ready meanwhile.
 //!
 //! On PostgreSQL a unit is simply its own transaction on the pool: the server already groups
 //! concurrent commits into one WAL flush.
@@ -145,12 +149,19 @@ impl Writer {
     /// it is dropped.
     ///
     /// The writer commits at `synchronous = NORMAL`. With `sync`, a [`Syncer`] thread calls it
-    /// before answering durable units; without it, nothing syncs (the store is `NORMAL`).
+    /// before answering durable units, and starts the WAL's write-back when idle; without it,
+    /// nothing syncs (the store is `NORMAL`).
     pub(super) fn start(file: PathBuf, sync: Option<SyncFn>) -> std::io::Result<Writer> {
+        let write_back = wal_write_back(&file);
+        Writer::start_with(file, sync.map(|sync| (sync, write_back)))
+    }
+
+    /// [`Writer::start`] with the syncer's sync and write-back given.
+    fn start_with(file: PathBuf, disk: Option<(SyncFn, WriteBackFn)>) -> std::io::Result<Writer> {
         let (units, queue) = mpsc::unbounded_channel();
         let failed = Arc::new(Mutex::new(None));
-        let syncer = sync
-            .map(|sync| Syncer::start(sync, failed.clone()))
+        let syncer = disk
+            .map(|(sync, write_back)| Syncer::start(sync, write_back, failed.clone()))
             .transpose()?;
         let shared = Arc::new(Shared {
             conn: Mutex::new(None),
@@ -181,14 +192,18 @@ impl Writer {
 /// when the last connection closes, after checkpointing it into the database file and syncing
 /// that: a WAL that is gone has nothing left to sync).
 pub(super) fn wal_sync(database: &std::path::Path) -> SyncFn {
-    let mut wal = database.as_os_str().to_owned();
-    wal.push("-wal");
-    let wal = std::path::PathBuf::from(wal);
+    let wal = wal_path(database);
     Arc::new(move || match std::fs::File::open(&wal) {
         Ok(file) => file.sync_data(),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
         Err(e) => Err(e),
     })
+}
+
+fn wal_path(database: &std::path::Path) -> PathBuf {
+    let mut wal = database.as_os_str().to_owned();
+    wal.push("-wal");
+    PathBuf::from(wal)
 }
 
 /// The thread that makes committed transactions durable and then answers their durable units.
@@ -199,22 +214,57 @@ pub(super) fn wal_sync(database: &std::path::Path) -> SyncFn {
 /// can succeed without them): every unit waiting is answered with the error, and the writer
 /// refuses every later unit until the gateway is restarted, as PostgreSQL does on a failed
 /// `fsync`.
+///
+/// Between syncs, when it has nothing to do, it starts writing out what deferred commits left
+/// in the page cache ([`Syncer::write_back`]): at one charge at a time those frames (the move
+/// out of `creating`, the webhook's) were still to be written by the next charge's sync,
+/// which waits for them.
 struct Syncer {
-    queue: std::sync::mpsc::Sender<Vec<Answer>>,
+    queue: std::sync::mpsc::Sender<ToSyncer>,
     failed: Arc<Mutex<Option<String>>>,
+    /// Set while the syncer waits with nothing to do; taken by the one write-back hint it may
+    /// be sent then.
+    idle: Arc<AtomicBool>,
 }
 
+enum ToSyncer {
+    /// Answers to give after the next sync.
+    Sync(Vec<Answer>),
+    /// Start writing committed frames out, waiting for nothing.
+    WriteBack,
+}
+
+/// Starts writing out the WAL's dirty pages without waiting for them: a hint, its failure
+/// ignored (the next sync tells of a disk that fails).
+type WriteBackFn = Box<dyn Fn() + Send>;
+
 impl Syncer {
-    fn start(sync: SyncFn, failed: Arc<Mutex<Option<String>>>) -> std::io::Result<Syncer> {
-        let (queue, waiting) = std::sync::mpsc::channel::<Vec<Answer>>();
+    fn start(
+        sync: SyncFn,
+        write_back: WriteBackFn,
+        failed: Arc<Mutex<Option<String>>>,
+    ) -> std::io::Result<Syncer> {
+        let (queue, waiting) = std::sync::mpsc::channel::<ToSyncer>();
         let failure = failed.clone();
+        let idle = Arc::new(AtomicBool::new(true));
+        let idle_here = idle.clone();
         std::thread::Builder::new()
             .name("pixgw-syncer".into())
             .spawn(move || {
                 while let Ok(first) = waiting.recv() {
-                    let mut answers = first;
-                    while let Ok(more) = waiting.try_recv() {
-                        answers.extend(more);
+                    idle_here.store(false, Ordering::SeqCst);
+                    let mut answers = Vec::new();
+                    let mut to_sync = false;
+                    for message in std::iter::once(first).chain(waiting.try_iter()) {
+                        if let ToSyncer::Sync(more) = message {
+                            answers.extend(more);
+                            to_sync = true;
+                        }
+                    }
+                    if !to_sync {
+                        write_back();
+                        idle_here.store(true, Ordering::SeqCst);
+                        continue;
                     }
                     // Read apart: the writer reads it before each group, and must not wait
                     // for the sync below.
@@ -231,13 +281,56 @@ impl Syncer {
                             reason
                         }),
                     };
+                    // Idle before answering: a unit answered may commit again at once.
+                    idle_here.store(true, Ordering::SeqCst);
                     for answer in answers {
                         answer(outcome.clone());
                     }
                 }
             })?;
-        Ok(Syncer { queue, failed })
+        Ok(Syncer {
+            queue,
+            failed,
+            idle,
+        })
     }
+
+    /// Hands `answers` to the next sync; handed back when the syncer has stopped.
+    fn sync_then(&self, answers: Vec<Answer>) -> Result<(), Vec<Answer>> {
+        self.queue
+            .send(ToSyncer::Sync(answers))
+            .map_err(|std::sync::mpsc::SendError(message)| match message {
+                ToSyncer::Sync(answers) => answers,
+                ToSyncer::WriteBack => Vec::new(),
+            })
+    }
+
+    /// Asks an idle syncer to start writing out committed frames: the next durable unit's
+    /// sync then waits for its own frames, not for everything deferred since the last sync.
+    /// A busy syncer is left alone (its next sync writes them anyway).
+    fn write_back(&self) {
+        if self.idle.swap(false, Ordering::SeqCst) {
+            let _ = self.queue.send(ToSyncer::WriteBack);
+        }
+    }
+}
+
+/// `sync_file_range(SYNC_FILE_RANGE_WRITE)` of a SQLite database's WAL file: its dirty pages
+/// start on their way to the disk, and the call returns without waiting for them.
+pub(super) fn wal_write_back(database: &std::path::Path) -> WriteBackFn {
+    let wal = wal_path(database);
+    Box::new(move || {
+        #[cfg(target_os = "linux")]
+        if let Ok(file) = std::fs::File::open(&wal) {
+            use std::os::fd::AsRawFd;
+            // SAFETY: a plain system call on a descriptor this closure owns until it returns.
+            unsafe {
+                libc::sync_file_range(file.as_raw_fd(), 0, 0, libc::SYNC_FILE_RANGE_WRITE);
+            }
+        }
+        #[cfg(not(target_os = "linux"))]
+        let _ = &wal;
+    })
 }
 
 /// The writer thread's loop. Each wait and each group is driven by its own `block_on`, so the
@@ -391,9 +484,10 @@ fn give_answers(committed: Committed, syncer: Option<&Syncer>) {
             _ => answer(Ok(())),
         }
     }
-    if let Some(syncer) = syncer.filter(|_| !to_sync.is_empty())
-        && let Err(std::sync::mpsc::SendError(answers)) = syncer.queue.send(to_sync)
-    {
+    let Some(syncer) = syncer else { return };
+    if to_sync.is_empty() {
+        syncer.write_back();
+    } else if let Err(answers) = syncer.sync_then(to_sync) {
         for answer in answers {
             answer(Err("the syncer has stopped".into()));
         }
@@ -731,7 +825,7 @@ impl Writer {
             let _ = tx.send(result);
         });
         // A syncer that has stopped drops the answer unsent, and the receiver says so.
-        let _ = syncer.queue.send(vec![answer]);
+        let _ = syncer.sync_then(vec![answer]);
         OnDisk(Box::pin(async move {
             rx.await
                 .unwrap_or_else(|_| Err("the syncer has stopped".into()))
@@ -915,6 +1009,42 @@ mod tests {
             .await
             .unwrap();
         assert_eq!(count, 4 + 64);
+    }
+
+    /// A commit of deferred units only, with the syncer idle, asks it to start writing its
+    /// frames out; while a sync runs, nothing is asked (that sync's successor writes them).
+    #[tokio::test]
+    async fn an_idle_syncer_is_asked_to_write_back_deferred_commits() {
+        let dir = tempfile::tempdir().unwrap();
+        let gate = Arc::new(Gate::default());
+        let (wrote_back, write_backs) = std::sync::mpsc::channel();
+        let write_back: WriteBackFn = Box::new(move || {
+            let _ = wrote_back.send(());
+        });
+        let mut store = with_table(&dir).await;
+        let file = std::fs::canonicalize(dir.path().join("t.db")).unwrap();
+        store.writer = Some(Writer::start_with(file, Some((gate.sync(), write_back))).unwrap());
+        let next = || write_backs.recv_timeout(std::time::Duration::from_secs(30));
+
+        insert(&store, Durability::Deferred, 1).await.unwrap();
+        next().expect("no write-back asked after a deferred commit");
+
+        let durable = tokio::spawn({
+            let store = store.clone();
+            async move { insert(&store, Durability::Durable, 2).await }
+        });
+        gate.wait_for_a_sync().await;
+        for v in 3..6 {
+            insert(&store, Durability::Deferred, v).await.unwrap();
+        }
+        gate.open();
+        assert_eq!(durable.await.unwrap().unwrap(), 2);
+        assert!(
+            write_backs.try_recv().is_err(),
+            "a write-back was asked while a sync ran"
+        );
+        insert(&store, Durability::Deferred, 6).await.unwrap();
+        next().expect("no write-back asked once the sync was done");
     }
 
     /// The write is answered at its commit, visible to every read; its `OnDisk` only once a
