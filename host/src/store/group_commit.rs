@@ -354,7 +354,9 @@ fn run(file: PathBuf, mut queue: mpsc::UnboundedReceiver<Unit>, shared: Arc<Shar
             shared.note_checkpoint();
             committed
         };
-        give_answers(committed, syncer);
+        // No write-back hints from here: units queue for this thread under load, when the
+        // syncer's next sync is near anyway (a hint there was one more thread wake a charge).
+        give_answers(committed, syncer, false);
         if shared.checkpoint_due.load(Ordering::SeqCst) {
             shared.checkpoint();
         }
@@ -475,8 +477,9 @@ async fn group(conn: &mut AnyConnection, mut units: Vec<Unit>) -> Result<Committ
 }
 
 /// Answers committed units: deferred ones now, durable ones after the syncer's next sync, when
-/// there is a syncer.
-fn give_answers(committed: Committed, syncer: Option<&Syncer>) {
+/// there is a syncer. With `write_back`, a commit of deferred units only asks an idle syncer to
+/// start writing them out.
+fn give_answers(committed: Committed, syncer: Option<&Syncer>, write_back: bool) {
     let mut to_sync = Vec::new();
     for (durability, answer) in committed {
         match (durability, syncer) {
@@ -486,7 +489,9 @@ fn give_answers(committed: Committed, syncer: Option<&Syncer>) {
     }
     let Some(syncer) = syncer else { return };
     if to_sync.is_empty() {
-        syncer.write_back();
+        if write_back {
+            syncer.write_back();
+        }
     } else if let Err(answers) = syncer.sync_then(to_sync) {
         for answer in answers {
             answer(Err("the syncer has stopped".into()));
@@ -800,7 +805,7 @@ impl Writer {
         let committed = futures::executor::block_on(group_on(&mut conn, vec![unit]));
         shared.note_checkpoint();
         drop(conn);
-        give_answers(committed, shared.syncer.as_ref());
+        give_answers(committed, shared.syncer.as_ref(), true);
         Ok(())
     }
 
@@ -1011,8 +1016,10 @@ mod tests {
         assert_eq!(count, 4 + 64);
     }
 
-    /// A commit of deferred units only, with the syncer idle, asks it to start writing its
-    /// frames out; while a sync runs, nothing is asked (that sync's successor writes them).
+    /// A commit of deferred units only, run in its caller (the writer was idle) with the
+    /// syncer idle, asks the syncer to start writing its frames out; while a sync runs,
+    /// nothing is asked (that sync's successor writes them), nor by the writer thread's
+    /// commits (under load, when the next sync is near anyway).
     #[tokio::test]
     async fn an_idle_syncer_is_asked_to_write_back_deferred_commits() {
         let dir = tempfile::tempdir().unwrap();
@@ -1026,8 +1033,11 @@ mod tests {
         store.writer = Some(Writer::start_with(file, Some((gate.sync(), write_back))).unwrap());
         let next = || write_backs.recv_timeout(std::time::Duration::from_secs(30));
 
+        // The first write opens the writer's connection, on its thread: no hint.
+        insert(&store, Durability::Deferred, 0).await.unwrap();
         insert(&store, Durability::Deferred, 1).await.unwrap();
         next().expect("no write-back asked after a deferred commit");
+        assert!(write_backs.try_recv().is_err(), "one hint, one write-back");
 
         let durable = tokio::spawn({
             let store = store.clone();
