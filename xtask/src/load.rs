@@ -7,6 +7,11 @@
 //! (`--concurrency` requests in flight) or open loop (`--rate` per second, latency measured from
 //! each request's scheduled time), for `--seconds` (60 by default) per run.
 //!
+//! `--compare <dir>` stands up a second demo running the `pixgw` and `psp-sim` in `<dir>`
+//! (another build, kept aside) and loads both at the same time, each with its own generator
+//! tasks on this process's one worker: the two builds meet the same machine at the same
+//! moment, where runs one after the other differ by ±15 % on their own.
+//!
 //! Runs: (a) the simulator alone — the PSP exchange the efi adapter performs (`PUT /v2/cob`
 //! with a cached OAuth token over mTLS); (b) the gateway on each backend (`--backend sqlite`,
 //! `sqlite-normal` (`synchronous = NORMAL`: the durability cost), `postgres` (a database of
@@ -55,10 +60,13 @@ struct Settings {
     rate: Option<u32>,
     backends: Vec<Backend>,
     direct: bool,
+    /// Another build's binaries, loaded at the same time as this one's.
+    compare: Option<PathBuf>,
 }
 
 const USAGE: &str = "cargo xtask load [--seconds N (60)] [--concurrency N (32)] [--rate N] \
-                     [--backend sqlite|sqlite-normal|postgres|both|all] [--no-direct]";
+                     [--backend sqlite|sqlite-normal|postgres|both|all] [--no-direct] \
+                     [--compare <dir of another build's pixgw and psp-sim>]";
 
 fn settings(args: &[String]) -> anyhow::Result<Settings> {
     let mut s = Settings {
@@ -67,6 +75,7 @@ fn settings(args: &[String]) -> anyhow::Result<Settings> {
         rate: None,
         backends: vec![Backend::Sqlite, Backend::Postgres],
         direct: true,
+        compare: None,
     };
     let mut args = args.iter();
     while let Some(flag) = args.next() {
@@ -97,6 +106,18 @@ fn settings(args: &[String]) -> anyhow::Result<Settings> {
                 }
             }
             "--no-direct" => s.direct = false,
+            "--compare" => {
+                let dir = PathBuf::from(value()?);
+                for bin in ["pixgw", "psp-sim"] {
+                    ensure!(
+                        dir.join(bin).is_file(),
+                        "--compare {}: no {bin} there; give a directory holding another \
+                         build's pixgw and psp-sim",
+                        dir.display()
+                    );
+                }
+                s.compare = Some(dir);
+            }
             other => bail!("unknown option {other:?}; usage: {USAGE}"),
         }
     }
@@ -224,54 +245,12 @@ pub fn load(args: &[String]) -> anyhow::Result<()> {
     let before = load_avg("before the runs");
     let mut runs = Vec::new();
     for (i, backend) in s.backends.iter().copied().enumerate() {
-        let name = format!("load-{}", backend.name());
-        let dir = target_dir().join(&name);
-        let plugin_dir = dir.join("plugins");
-        let _ = std::fs::remove_dir_all(&plugin_dir);
-        std::fs::create_dir_all(&plugin_dir)?;
-        for entry in std::fs::read_dir(target_dir().join("plugins"))? {
-            let path = entry?.path();
-            if path.extension().is_some_and(|e| e == "wasm") {
-                std::fs::copy(&path, plugin_dir.join(path.file_name().unwrap()))?;
-            }
-        }
-        let database = match backend {
-            Backend::Sqlite => None,
-            Backend::SqliteNormal => None,
-            Backend::Postgres => Some(PgDatabase::create()?),
-        };
-        let url = match (&database, backend) {
-            (Some(db), _) => db.url.clone(),
-            (None, Backend::SqliteNormal) => format!(
-                "sqlite://{}?synchronous=normal",
-                dir.join("data/pixgw.db").display()
-            ),
-            (None, _) => format!("sqlite://{}", dir.join("data/pixgw.db").display()),
-        };
-        let plugin_dir_text = plugin_dir.display().to_string();
-        let demo = Demo::start(
-            &name,
-            &[
-                ("PIXGW_DEMO_PROFILE", "release"),
-                ("PIXGW_DEMO_DATABASE_URL", &url),
-                ("PIXGW_DEMO_PLUGIN_DIR", &plugin_dir_text),
-                // 500,000 charges a month: a run's charges stay far below.
-                ("PIXGW_DEMO_PLAN", "ultra_2"),
-                ("PIXGW_RATE_LIMIT", "0"),
-                // The reconciler's checks of pending charges are load of another kind.
-                ("PIXGW_RECONCILE_SCHEDULE", "1h"),
-                ("RUST_LOG", "warn"),
-            ],
-            None,
-        )?;
-        let pid: u32 = demo.var("PIXGW_PID")?.parse()?;
-        let info: Value =
-            serde_json::from_str(&std::fs::read_to_string(demo.var("PSP_SIM_INFO")?)?)?;
+        let this = Stand::up(&rt, backend, "", None)?;
         if i == 0 && s.direct {
-            let target = rt.block_on(Direct::new(&info))?;
+            let target = rt.block_on(Direct::new(&this.info))?;
             let target = Target::Direct(target);
             eprintln!("xtask: {} s straight at the simulator", s.seconds);
-            let clock = CpuClock::start(None, pid);
+            let clock = CpuClock::start(None, this.pid);
             let mut run = rt.block_on(drive(
                 "simulator (direct)".into(),
                 Arc::new(target),
@@ -281,46 +260,32 @@ pub fn load(args: &[String]) -> anyhow::Result<()> {
             run.cores = clock.read();
             runs.push(run);
         }
-        let gateway = Gateway {
-            client: reqwest::Client::builder()
-                .pool_max_idle_per_host(4096)
-                .timeout(Duration::from_secs(30))
-                .build()?,
-            url: demo.var("PIXGW_URL")?,
-            auth: format!("Bearer {}", demo.var("PIXGW_API_KEY")?),
-            run: uuid_like(),
-        };
-        // Warm: the adapter's OAuth token, connections, the database's pages.
-        for n in 0..20 {
-            rt.block_on(gateway.create(n))
-                .map_err(|e| anyhow::anyhow!("a warm-up charge failed: {e}"))?;
-        }
+        let other = s
+            .compare
+            .as_deref()
+            .map(|dir| Stand::up(&rt, backend, "-compare", Some(dir)))
+            .transpose()?;
         eprintln!(
-            "xtask: {} s through the gateway ({})",
+            "xtask: {} s through the gateway ({}){}",
             s.seconds,
-            backend.name()
+            backend.name(),
+            if other.is_some() {
+                ", this build and the other at the same time"
+            } else {
+                ""
+            }
         );
-        let swap = SwapPlan {
-            url: gateway.url.clone(),
-            file: plugin_dir.join("efi.wasm"),
-            after: Duration::from_secs(s.seconds) / 2,
-        };
-        let clock = CpuClock::start(Some(pid), pid);
-        let (metrics_url, client) = (format!("{}/metrics", gateway.url), gateway.client.clone());
-        let delivered_before = rt.block_on(webhooks_delivered(&client, &metrics_url))?;
-        let mut run = rt.block_on(drive(
-            format!("gateway {}", backend.name()),
-            Arc::new(Target::Gateway(gateway)),
-            &s,
-            Some(swap),
-        ));
-        run.cores = clock.read();
-        let delivered = rt.block_on(webhooks_delivered(&client, &metrics_url))? - delivered_before;
-        run.webhooks_per_s = Some(delivered / run.elapsed.as_secs_f64());
-        run.rss_peak_kib = rss_peak_kib(pid);
-        runs.push(run);
-        drop(demo);
-        drop(database);
+        let label = format!("gateway {}", backend.name());
+        match &other {
+            None => runs.push(rt.block_on(this.measure(label, &s))?),
+            Some(other) => {
+                let compared = format!("{label} (other)");
+                let (a, b) = rt.block_on(async {
+                    tokio::join!(this.measure(label, &s), other.measure(compared, &s))
+                });
+                runs.extend([a?, b?]);
+            }
+        }
     }
     let after = load_avg("after the runs");
 
@@ -379,6 +344,12 @@ pub fn load(args: &[String]) -> anyhow::Result<()> {
         );
     }
     println!();
+    if let Some(dir) = &s.compare {
+        println!(
+            "(other): the build in {}, loaded at the same time as this one\n",
+            dir.display()
+        );
+    }
     for run in &runs {
         if let Some(error) = &run.first_error {
             println!("{}: first error: {error}", run.label);
@@ -407,6 +378,116 @@ pub fn load(args: &[String]) -> anyhow::Result<()> {
         "a hot swap did not serve the new version"
     );
     Ok(())
+}
+
+/// A release demo stood up for a gateway run: the gateway to load and what a run reads of it.
+struct Stand {
+    gateway: Arc<Target>,
+    /// The gateway's URL, for its `/metrics` and the hot swap's polls.
+    url: String,
+    pid: u32,
+    /// The simulator's `psp-sim.json`.
+    info: Value,
+    plugin_dir: PathBuf,
+    // Dropped last: the demo stops before its database is dropped.
+    _demo: Demo,
+    _database: Option<PgDatabase>,
+}
+
+impl Stand {
+    /// A demo on `backend` named `load-<backend><suffix>`, running the binaries in `built`
+    /// (those of `PIXGW_DEMO_BIN_DIR`, or this checkout's release build, when `None`), warmed.
+    fn up(
+        rt: &tokio::runtime::Runtime,
+        backend: Backend,
+        suffix: &str,
+        built: Option<&std::path::Path>,
+    ) -> anyhow::Result<Stand> {
+        let name = format!("load-{}{suffix}", backend.name());
+        let dir = target_dir().join(&name);
+        let plugin_dir = dir.join("plugins");
+        let _ = std::fs::remove_dir_all(&plugin_dir);
+        std::fs::create_dir_all(&plugin_dir)?;
+        for entry in std::fs::read_dir(target_dir().join("plugins"))? {
+            let path = entry?.path();
+            if path.extension().is_some_and(|e| e == "wasm") {
+                std::fs::copy(&path, plugin_dir.join(path.file_name().unwrap()))?;
+            }
+        }
+        let database = match backend {
+            Backend::Sqlite | Backend::SqliteNormal => None,
+            Backend::Postgres => Some(PgDatabase::create(suffix)?),
+        };
+        let url = match (&database, backend) {
+            (Some(db), _) => db.url.clone(),
+            (None, Backend::SqliteNormal) => format!(
+                "sqlite://{}?synchronous=normal",
+                dir.join("data/pixgw.db").display()
+            ),
+            (None, _) => format!("sqlite://{}", dir.join("data/pixgw.db").display()),
+        };
+        let plugin_dir_text = plugin_dir.display().to_string();
+        let demo = Demo::start(
+            &name,
+            &[
+                ("PIXGW_DEMO_PROFILE", "release"),
+                ("PIXGW_DEMO_DATABASE_URL", &url),
+                ("PIXGW_DEMO_PLUGIN_DIR", &plugin_dir_text),
+                // 500,000 charges a month: a run's charges stay far below.
+                ("PIXGW_DEMO_PLAN", "ultra_2"),
+                ("PIXGW_RATE_LIMIT", "0"),
+                // The reconciler's checks of pending charges are load of another kind.
+                ("PIXGW_RECONCILE_SCHEDULE", "1h"),
+                ("RUST_LOG", "warn"),
+            ],
+            built,
+        )?;
+        let pid: u32 = demo.var("PIXGW_PID")?.parse()?;
+        let info: Value =
+            serde_json::from_str(&std::fs::read_to_string(demo.var("PSP_SIM_INFO")?)?)?;
+        let gateway = Gateway {
+            client: reqwest::Client::builder()
+                .pool_max_idle_per_host(4096)
+                .timeout(Duration::from_secs(30))
+                .build()?,
+            url: demo.var("PIXGW_URL")?,
+            auth: format!("Bearer {}", demo.var("PIXGW_API_KEY")?),
+            run: uuid_like(),
+        };
+        // Warm: the adapter's OAuth token, connections, the database's pages.
+        for n in 0..20 {
+            rt.block_on(gateway.create(n))
+                .map_err(|e| anyhow::anyhow!("a warm-up charge failed ({name}): {e}"))?;
+        }
+        Ok(Stand {
+            url: gateway.url.clone(),
+            gateway: Arc::new(Target::Gateway(gateway)),
+            pid,
+            info,
+            plugin_dir,
+            _demo: demo,
+            _database: database,
+        })
+    }
+
+    /// One run through this gateway, with a hot swap halfway, and what the gateway used.
+    async fn measure(&self, label: String, s: &Settings) -> anyhow::Result<Run> {
+        let swap = SwapPlan {
+            url: self.url.clone(),
+            file: self.plugin_dir.join("efi.wasm"),
+            after: Duration::from_secs(s.seconds) / 2,
+        };
+        let clock = CpuClock::start(Some(self.pid), self.pid);
+        let metrics = format!("{}/metrics", self.url);
+        let client = reqwest::Client::new();
+        let delivered_before = webhooks_delivered(&client, &metrics).await?;
+        let mut run = drive(label, self.gateway.clone(), s, Some(swap)).await;
+        run.cores = clock.read();
+        let delivered = webhooks_delivered(&client, &metrics).await? - delivered_before;
+        run.webhooks_per_s = Some(delivered / run.elapsed.as_secs_f64());
+        run.rss_peak_kib = rss_peak_kib(self.pid);
+        Ok(run)
+    }
 }
 
 /// What a run sends requests to.
@@ -767,12 +848,17 @@ struct PgDatabase {
 }
 
 impl PgDatabase {
-    fn create() -> anyhow::Result<PgDatabase> {
+    /// The run's database; `suffix` tells apart the two of `--compare`.
+    fn create(suffix: &str) -> anyhow::Result<PgDatabase> {
         // A server on loopback; `PIXGW_LOAD_POSTGRES` names another (its `postgres` database
         // is used to create and drop the run's).
         let base = std::env::var("PIXGW_LOAD_POSTGRES")
             .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432".into());
-        let name = format!("pixgw_load_{}", std::process::id());
+        let name = format!(
+            "pixgw_load_{}{}",
+            std::process::id(),
+            suffix.replace('-', "_")
+        );
         let db = PgDatabase {
             admin: format!("{base}/postgres"),
             url: format!("{base}/{name}"),
