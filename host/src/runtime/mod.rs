@@ -390,11 +390,7 @@ impl Adapter {
         request_id: &str,
         request: &ChargeRequest,
     ) -> Result<Charge, CallError> {
-        let ctx = cred.context(request_id);
-        self.call(cred, request_id, None, async |a, s| {
-            a.call_create_charge(s, &ctx, request).await
-        })
-        .await
+        self.create(cred, request_id, request, None).await
     }
 
     /// [`Adapter::create_charge`] whose requests wait for `gate` before going out: the
@@ -406,8 +402,18 @@ impl Adapter {
         request: &ChargeRequest,
         gate: SendGate,
     ) -> Result<Charge, CallError> {
+        self.create(cred, request_id, request, Some(gate)).await
+    }
+
+    async fn create(
+        &self,
+        cred: &PreparedCredential,
+        request_id: &str,
+        request: &ChargeRequest,
+        gate: Option<SendGate>,
+    ) -> Result<Charge, CallError> {
         let ctx = cred.context(request_id);
-        self.call(cred, request_id, Some(gate), async |a, s| {
+        self.call(cred, request_id, gate, async |a, s| {
             a.call_create_charge(s, &ctx, request).await
         })
         .await

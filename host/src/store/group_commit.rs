@@ -1064,18 +1064,21 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let gate = Arc::new(Gate::default());
         let store = with_sync(&dir, with_table(&dir).await, gate.sync());
-        let write = |v: i64| {
-            store.write_then_sync(move |conn| {
-                Box::pin(async move {
-                    sqlx::query("INSERT INTO t (v) VALUES ($1)")
-                        .bind(v)
-                        .execute(&mut *conn)
-                        .await?;
-                    Ok(v)
+        let insert = async |store: &Store, v: i64| {
+            store
+                .write_then_sync(move |conn| {
+                    Box::pin(async move {
+                        sqlx::query("INSERT INTO t (v) VALUES ($1)")
+                            .bind(v)
+                            .execute(&mut *conn)
+                            .await?;
+                        Ok(v)
+                    })
                 })
-            })
+                .await
+                .unwrap()
         };
-        let (v, on_disk) = write(1).await.unwrap();
+        let (v, on_disk) = insert(&store, 1).await;
         assert_eq!(v, 1);
         let seen: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM t")
             .fetch_one(store.reads())
@@ -1090,17 +1093,7 @@ mod tests {
 
         let failing: SyncFn = Arc::new(|| Err(std::io::Error::other("disk on fire")));
         let store = with_sync(&dir, store, failing);
-        let (_, on_disk) = store
-            .write_then_sync(|conn| {
-                Box::pin(async move {
-                    sqlx::query("INSERT INTO t (v) VALUES (2)")
-                        .execute(&mut *conn)
-                        .await?;
-                    Ok(())
-                })
-            })
-            .await
-            .unwrap();
+        let (_, on_disk) = insert(&store, 2).await;
         let why = on_disk.await.unwrap_err();
         assert!(
             why.contains("syncing the database's WAL to disk failed (disk on fire)"),
