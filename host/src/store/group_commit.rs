@@ -926,18 +926,24 @@ mod tests {
         store
     }
 
-    async fn insert(store: &Store, durability: Durability, v: i64) -> Result<i64, StoreError> {
-        store
-            .write_with(durability, move |conn| {
-                Box::pin(async move {
-                    sqlx::query("INSERT INTO t (v) VALUES ($1)")
-                        .bind(v)
-                        .execute(&mut *conn)
-                        .await?;
-                    Ok(v)
-                })
+    /// A unit that inserts `v` into `t` and answers `v`.
+    fn inserting(v: i64) -> impl WriteUnit<i64> {
+        fn unit<F: WriteUnit<i64>>(f: F) -> F {
+            f
+        }
+        unit(move |conn| {
+            Box::pin(async move {
+                sqlx::query("INSERT INTO t (v) VALUES ($1)")
+                    .bind(v)
+                    .execute(&mut *conn)
+                    .await?;
+                Ok(v)
             })
-            .await
+        })
+    }
+
+    async fn insert(store: &Store, durability: Durability, v: i64) -> Result<i64, StoreError> {
+        store.write_with(durability, inserting(v)).await
     }
 
     /// The WAL is reused once checkpointed: writes that never pause leave it at a few megabytes.
@@ -1064,20 +1070,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let gate = Arc::new(Gate::default());
         let store = with_sync(&dir, with_table(&dir).await, gate.sync());
-        let insert = async |store: &Store, v: i64| {
-            store
-                .write_then_sync(move |conn| {
-                    Box::pin(async move {
-                        sqlx::query("INSERT INTO t (v) VALUES ($1)")
-                            .bind(v)
-                            .execute(&mut *conn)
-                            .await?;
-                        Ok(v)
-                    })
-                })
-                .await
-                .unwrap()
-        };
+        let insert =
+            async |store: &Store, v: i64| store.write_then_sync(inserting(v)).await.unwrap();
         let (v, on_disk) = insert(&store, 1).await;
         assert_eq!(v, 1);
         let seen: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM t")
