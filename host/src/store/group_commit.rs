@@ -23,9 +23,10 @@
 //! latency is no longer on every write's path, and one sync covers every transaction committed
 //! before it began. This is what `FULL` itself does (sync the WAL after the commit's frames),
 //! moved to another thread: a unit is never told a durable write happened before its frames are
-//! on disk. A failed sync stops the writer for good (see [`Syncer`]). With nothing to sync, the
-//! syncer starts writing out what deferred commits left in the page cache, so that the next
-//! durable unit's sync waits for little more than its own frames. [`Store::write_then_sync`]
+//! on disk. A failed sync stops the writer for good (see [`Syncer`]). At low load (a commit run
+//! in its caller, the syncer with nothing to sync) the syncer starts writing out what deferred
+//! commits left in the page cache, so that the next durable unit's sync waits for little more
+//! than its own frames. [`Store::write_then_sync`]
 //! answers a write at its commit and hands its caller the sync to wait for later: a charge's
 //! adapter call gets ready meanwhile.
 //!
@@ -307,7 +308,10 @@ impl Syncer {
 
     /// Asks an idle syncer to start writing out committed frames: the next durable unit's
     /// sync then waits for its own frames, not for everything deferred since the last sync.
-    /// A busy syncer is left alone (its next sync writes them anyway).
+    /// A busy syncer is left alone (its next sync writes them anyway). A `write_then_sync`
+    /// asks for its sync right after its commit's hint: the syncer usually takes both at once
+    /// and only syncs; should it start the write-back first, the sync after it has those pages
+    /// already on their way.
     fn write_back(&self) {
         if self.idle.swap(false, Ordering::SeqCst) {
             let _ = self.queue.send(ToSyncer::WriteBack);
@@ -480,6 +484,8 @@ async fn group(conn: &mut AnyConnection, mut units: Vec<Unit>) -> Result<Committ
 /// there is a syncer. With `write_back`, a commit of deferred units only asks an idle syncer to
 /// start writing them out.
 fn give_answers(committed: Committed, syncer: Option<&Syncer>, write_back: bool) {
+    // A group that committed nothing has nothing to write out.
+    let write_back = write_back && !committed.is_empty();
     let mut to_sync = Vec::new();
     for (durability, answer) in committed {
         match (durability, syncer) {
