@@ -460,7 +460,7 @@ impl Store {
     ) -> Result<Claimed, StoreError> {
         self.claim_checks(
             owner,
-            "status IN ('pending', 'processing') AND next_check_at <= $3",
+            "status IN ('pending', 'processing') AND next_check_at <= $5",
             "status IN ('pending', 'processing')",
             super::now_ms(),
             lease_ms,
@@ -478,30 +478,32 @@ impl Store {
         lease_ms: i64,
         limit: i64,
     ) -> Result<Claimed, StoreError> {
-        let now = super::now_ms();
         self.claim_checks(
             owner,
-            &format!("status = 'creating' AND created_at < {}", now - age_ms),
+            "status = 'creating' AND created_at < $5",
             "status = 'creating'",
-            now,
+            super::now_ms() - age_ms,
             lease_ms,
             limit,
         )
         .await
     }
 
-    /// Leases the rows matching `due` (with `$3` = now) whose lease lapsed, and returns the
-    /// ones `owner` holds that match `state`. Only rows newly leased by this call are returned:
-    /// those the owner is still working on keep their lease and are not handed out twice.
+    /// Leases the rows matching `due` (with `$5` = `due_before`) whose lease lapsed, and
+    /// returns the ones `owner` holds that match `state`. Only rows newly leased by this call
+    /// are returned: those the owner is still working on keep their lease and are not handed
+    /// out twice. `due` is one of a few fixed texts, and the time a bound value: a statement
+    /// text made anew each poll would be parsed, planned and cached anew on every connection.
     async fn claim_checks(
         &self,
         owner: &str,
-        due: &str,
+        due: &'static str,
         state: &str,
-        now: i64,
+        due_before: i64,
         lease_ms: i64,
         limit: i64,
     ) -> Result<Claimed, StoreError> {
+        let now = super::now_ms();
         // A fresh mark per claim tells this claim's rows from the owner's earlier ones.
         let mark = format!("{owner}:{}", uuid::Uuid::new_v4().simple());
         let lease = format!(
@@ -510,7 +512,8 @@ impl Store {
                           ORDER BY next_check_at, created_at LIMIT $4) \
                AND check_lease_until < $3"
         );
-        self.take_leases(lease, &mark, now, lease_ms, limit).await?;
+        self.take_leases(lease, &mark, now, lease_ms, limit, Some(due_before))
+            .await?;
         let rows = sqlx::query(&format!(
             "SELECT {COLUMNS} FROM charges WHERE check_lease_owner = $1 AND {state}"
         ))

@@ -278,7 +278,10 @@ impl Store {
         limits: ClaimLimits,
     ) -> Result<Vec<DueDelivery>, StoreError> {
         let now = now_ms();
-        if !self.any_delivery_due(now).await? {
+        // On SQLite an empty claim would still take the writer; on PostgreSQL the claim is
+        // one statement outside a transaction, as cheap as the check when nothing is due, and
+        // the check would be one more round trip when something is (under load, every time).
+        if self.backend == super::Backend::Sqlite && !self.any_delivery_due(now).await? {
             return Ok(Vec::new());
         }
         // A concurrent claimer re-checks the outer WHERE clause on the rows it updates
@@ -322,7 +325,8 @@ impl Store {
                WHERE due.n + due.busy <= $5 ORDER BY due.next_attempt_at LIMIT $4) \
                AND status = 'pending' AND lease_until < $3"
         );
-        self.write_with(Durability::Deferred, move |conn| {
+        // One statement: its own transaction on PostgreSQL (no BEGIN and COMMIT round trips).
+        self.write_autocommit(Durability::Deferred, move |conn| {
             Box::pin(async move {
                 sqlx::query(&claim)
                     .bind(now + limits.lease_ms)
@@ -375,10 +379,10 @@ impl Store {
     }
 
     /// Whether any delivery to an enabled endpoint is due and unleased, read on the read
-    /// connections. The worker claims again after every attempt, for rows the per-endpoint
-    /// limit held back; at low load that claim finds nothing, and asked this way first it
-    /// costs no write transaction: none on the writer's connection, where it made the next
-    /// request's writes queue behind it. A row committed after this read wakes the worker
+    /// connections; asked on SQLite only. The worker claims again after every attempt, for
+    /// rows the per-endpoint limit held back; at low load that claim finds nothing, and asked
+    /// this way first it costs no write transaction: none on the writer's connection, where it
+    /// made the next request's writes queue behind it. A row committed after this read wakes the worker
     /// again (or the next poll finds it).
     async fn any_delivery_due(&self, now: i64) -> Result<bool, StoreError> {
         // Per endpoint, off the same index as the claim's first due rows.
@@ -436,11 +440,8 @@ impl Store {
         lease: &DeliveryLease,
         outcome: &AttemptOutcome,
     ) -> Result<bool, StoreError> {
-        self.write_with(
-            Durability::Deferred,
-            record_attempt_on(delivery, lease, outcome),
-        )
-        .await
+        let record = record_attempt_on(self.backend, delivery, lease, outcome);
+        self.write_autocommit(Durability::Deferred, record).await
     }
 
     /// [`Store::record_attempt`] written behind ([`Store::write_behind`]): the worker's slot is
@@ -452,22 +453,17 @@ impl Store {
         lease: &DeliveryLease,
         outcome: &AttemptOutcome,
     ) -> Result<(), StoreError> {
-        let record = record_attempt_on(delivery, lease, outcome);
+        let record = record_attempt_on(self.backend, delivery, lease, outcome);
         let (event, attempt) = (delivery.event_id.clone(), delivery.attempts + 1);
-        self.write_behind(
-            Durability::Deferred,
-            "recording a webhook attempt",
-            move |conn| {
-                Box::pin(async move {
-                    if !record(conn).await? {
-                        tracing::info!(event = %event, attempt,
-                            "webhook attempt not recorded: the row was queued again or taken over meanwhile");
-                    }
-                    Ok(())
-                })
-            },
-        )
-        .await
+        let logged = log_lost_lease(record, event, attempt);
+        match self.backend {
+            // No writer to queue behind: the one statement, committed before this returns.
+            super::Backend::Postgres => self.write_autocommit(Durability::Deferred, logged).await,
+            super::Backend::Sqlite => {
+                self.write_behind(Durability::Deferred, "recording a webhook attempt", logged)
+                    .await
+            }
+        }
     }
 
     /// Queues an event again: its deliveries to enabled endpoints become due now, and
@@ -545,8 +541,40 @@ fn delivery_of(r: &sqlx::any::AnyRow) -> Result<DeliveryRecord, StoreError> {
     })
 }
 
-/// The write of [`Store::record_attempt`].
+/// `record`, logging (not failing) when it wrote nothing because the lease was lost.
+fn log_lost_lease(
+    record: impl super::WriteUnit<bool>,
+    event: String,
+    attempt: i64,
+) -> impl super::WriteUnit<()> {
+    move |conn| {
+        Box::pin(async move {
+            if !record(conn).await? {
+                tracing::info!(event = %event, attempt,
+                    "webhook attempt not recorded: the row was queued again or taken over meanwhile");
+            }
+            Ok(())
+        })
+    }
+}
+
+/// The move of a delivery after an attempt (`$1` the attempt's number, `$2` the next status,
+/// `$3` the next attempt's time, `$4` the status code, `$5` the error, `$6` now, `$7` the row,
+/// `$8` the lease's owner, `$9` the attempts before): only while `$8` holds the lease. Every
+/// expression on the right reads the row as it was before this update.
+const MOVE_DELIVERY: &str = "UPDATE webhook_deliveries SET attempts = $1, \
+     status = CASE WHEN status = 'pending' THEN $2 ELSE status END, \
+     next_attempt_at = $3, lease_until = 0, last_status = $4, last_error = $5, \
+     delivered_at = CASE WHEN status = 'pending' AND $2 = 'delivered' THEN $6 \
+                         ELSE delivered_at END \
+     WHERE id = $7 AND lease_owner = $8 AND attempts = $9 \
+       AND status IN ('pending', 'canceled')";
+
+/// The write of [`Store::record_attempt`]: the move, and the attempt logged if it moved.
+/// PostgreSQL runs both as one statement (its own transaction: one round trip, where BEGIN,
+/// the two statements and COMMIT took four); SQLite, which has no `UPDATE` in `WITH`, as two.
 fn record_attempt_on(
+    backend: super::Backend,
     delivery: &DeliveryRecord,
     lease: &DeliveryLease,
     outcome: &AttemptOutcome,
@@ -556,29 +584,38 @@ fn record_attempt_on(
     let (delivery, owner, outcome) = (delivery.clone(), lease.0.clone(), outcome.clone());
     move |conn| {
         Box::pin(async move {
-            // Every expression on the right reads the row as it was before this update.
-            let moved = sqlx::query(
-                "UPDATE webhook_deliveries SET attempts = $1, \
-                 status = CASE WHEN status = 'pending' THEN $2 ELSE status END, \
-                 next_attempt_at = $3, lease_until = 0, last_status = $4, last_error = $5, \
-                 delivered_at = CASE WHEN status = 'pending' AND $2 = 'delivered' THEN $6 \
-                                     ELSE delivered_at END \
-                 WHERE id = $7 AND lease_owner = $8 AND attempts = $9 \
-                   AND status IN ('pending', 'canceled')",
-            )
-            .bind(attempt)
-            .bind(outcome.next_status)
-            .bind(outcome.next_attempt_at)
-            .bind(outcome.status_code.map(i64::from))
-            .bind(&outcome.error)
-            .bind(now)
-            .bind(&delivery.id)
-            .bind(&owner)
-            .bind(delivery.attempts)
-            .execute(&mut *conn)
-            .await?
-            .rows_affected();
-            if moved == 0 {
+            let one_statement;
+            let moving = match backend {
+                super::Backend::Postgres => {
+                    one_statement = format!(
+                        "WITH moved AS ({MOVE_DELIVERY} RETURNING id) \
+                         INSERT INTO delivery_attempts (delivery_id, attempt, at, status_code, \
+                         latency_ms, error, response_excerpt) \
+                         SELECT id, $1, $6, $4, $10, $5, $11 FROM moved"
+                    );
+                    sqlx::query(&one_statement)
+                }
+                super::Backend::Sqlite => sqlx::query(MOVE_DELIVERY),
+            };
+            let moving = moving
+                .bind(attempt)
+                .bind(outcome.next_status)
+                .bind(outcome.next_attempt_at)
+                .bind(outcome.status_code.map(i64::from))
+                .bind(&outcome.error)
+                .bind(now)
+                .bind(&delivery.id)
+                .bind(&owner)
+                .bind(delivery.attempts);
+            if backend == super::Backend::Postgres {
+                let logged = moving
+                    .bind(outcome.latency_ms)
+                    .bind(&outcome.response_excerpt)
+                    .execute(&mut *conn)
+                    .await?;
+                return Ok(logged.rows_affected() == 1);
+            }
+            if moving.execute(&mut *conn).await?.rows_affected() == 0 {
                 return Ok(false);
             }
             sqlx::query(

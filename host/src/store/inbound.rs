@@ -107,6 +107,7 @@ impl Store {
             now,
             lease_ms,
             limit,
+            None,
         )
         .await?;
         let rows = sqlx::query(&format!(

@@ -339,8 +339,8 @@ fn lease_owner() -> String {
 
 impl Store {
     /// Runs a claim's lease-taking `UPDATE` (`$1` the lease's end, `$2` its owner, `$3` now,
-    /// `$4` the most rows) through the writer: a pool write would sleep in SQLite's busy
-    /// handler while the charge path writes. Deferred: a lease lost in a crash lapses with the
+    /// `$4` the most rows, `$5` the `threshold` when there is one) through the writer: a pool
+    /// write would sleep in SQLite's busy handler while the charge path writes. Deferred: a lease lost in a crash lapses with the
     /// process that held it, and another claimer takes the rows sooner.
     async fn take_leases(
         &self,
@@ -349,17 +349,20 @@ impl Store {
         now: i64,
         lease_ms: i64,
         limit: i64,
+        threshold: Option<i64>,
     ) -> Result<(), StoreError> {
         let owner = owner.to_owned();
         self.write_with(Durability::Deferred, move |conn| {
             Box::pin(async move {
-                sqlx::query(&update)
+                let mut update = sqlx::query(&update)
                     .bind(now + lease_ms)
                     .bind(&owner)
                     .bind(now)
-                    .bind(limit)
-                    .execute(&mut *conn)
-                    .await?;
+                    .bind(limit);
+                if let Some(threshold) = threshold {
+                    update = update.bind(threshold);
+                }
+                update.execute(&mut *conn).await?;
                 Ok(())
             })
         })
