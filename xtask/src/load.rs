@@ -24,6 +24,7 @@
 //! the gateway's peak RSS (`VmHWM`), the swap's time to serve and the requests that failed
 //! while it happened (must be 0: the command fails otherwise).
 
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::process::Command;
 use std::sync::Arc;
@@ -132,8 +133,8 @@ struct Run {
     elapsed: Duration,
     first_error: Option<String>,
     rss_peak_kib: Option<u64>,
-    /// Cores used during the run: the gateway's (none for the direct run), the simulator's and
-    /// this load generator's, read from `/proc`.
+    /// Cores used during the run: the gateway's (none for the direct run), the simulator's,
+    /// this load generator's and, on PostgreSQL, the database server's, read from `/proc`.
     cores: Cores,
     swap: Option<Swap>,
     /// Webhooks the gateway delivered per second during the run, from its `/metrics`: the
@@ -146,6 +147,9 @@ struct Cores {
     gateway: Option<f64>,
     simulator: Option<f64>,
     generator: Option<f64>,
+    /// Every `postgres` process of the machine's server: runs at the same time (`--compare`)
+    /// share it, and each reports all of it.
+    database: Option<f64>,
 }
 
 /// CPU time used so far by the processes whose cores a run reports.
@@ -154,18 +158,21 @@ struct CpuClock {
     gateway: Option<(u32, u64)>,
     simulator: Option<(u32, u64)>,
     generator: Option<u64>,
+    database: Option<HashMap<u32, u64>>,
 }
 
 impl CpuClock {
-    /// Starts counting for `gateway` (the gateway's pid, or `None`) and the simulator started
-    /// beside `sibling_of` (a pid whose parent also started the simulator).
-    fn start(gateway: Option<u32>, sibling_of: u32) -> CpuClock {
+    /// Starts counting for `gateway` (the gateway's pid, or `None`), the simulator started
+    /// beside `sibling_of` (a pid whose parent also started the simulator) and, when
+    /// `postgres`, the PostgreSQL server.
+    fn start(gateway: Option<u32>, sibling_of: u32, postgres: bool) -> CpuClock {
         let simulator = simulator_pid(sibling_of);
         CpuClock {
             at: Instant::now(),
             gateway: gateway.and_then(|pid| Some((pid, cpu_ticks(pid)?))),
             simulator: simulator.and_then(|pid| Some((pid, cpu_ticks(pid)?))),
             generator: cpu_ticks(std::process::id()),
+            database: postgres.then(postgres_ticks),
         }
     }
 
@@ -181,8 +188,35 @@ impl CpuClock {
             generator: self
                 .generator
                 .and_then(|t| cores(t, cpu_ticks(std::process::id()))),
+            // A backend started during the run counts from nothing; one that ended is lost
+            // (the gateway's pooled sessions last the run).
+            database: self.database.as_ref().and_then(|before| {
+                let used = postgres_ticks()
+                    .iter()
+                    .map(|(pid, now)| now - before.get(pid).copied().unwrap_or(0).min(*now))
+                    .sum();
+                cores(0, Some(used))
+            }),
         }
     }
+}
+
+/// CPU ticks so far of every process named `postgres`, by pid.
+fn postgres_ticks() -> HashMap<u32, u64> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return HashMap::new();
+    };
+    entries
+        .filter_map(|entry| {
+            let pid = entry.ok()?.file_name().into_string().ok()?;
+            let (name, _) = proc_stat(&pid)?;
+            if name != "postgres" {
+                return None;
+            }
+            let pid: u32 = pid.parse().ok()?;
+            Some((pid, cpu_ticks(pid)?))
+        })
+        .collect()
 }
 
 /// User and system CPU time of a process so far, in clock ticks.
@@ -250,7 +284,7 @@ pub fn load(args: &[String]) -> anyhow::Result<()> {
             let target = rt.block_on(Direct::new(&this.info))?;
             let target = Target::Direct(target);
             eprintln!("xtask: {} s straight at the simulator", s.seconds);
-            let clock = CpuClock::start(None, this.pid);
+            let clock = CpuClock::start(None, this.pid, false);
             let mut run = rt.block_on(drive(
                 "simulator (direct)".into(),
                 Arc::new(target),
@@ -300,7 +334,7 @@ pub fn load(args: &[String]) -> anyhow::Result<()> {
         std::thread::available_parallelism().map_or(0, |n| n.get()),
     );
     println!(
-        "{:<24} {:>10} {:>10} {:>9} {:>9} {:>9} {:>9} {:>7} {:>10} {:>24}",
+        "{:<24} {:>10} {:>10} {:>9} {:>9} {:>9} {:>9} {:>7} {:>10} {:>27}",
         "run",
         "charges/s",
         "webhooks/s",
@@ -310,7 +344,7 @@ pub fn load(args: &[String]) -> anyhow::Result<()> {
         "max ms",
         "errors",
         "RSS peak",
-        "cores gateway/sim/load"
+        "cores gateway/sim/load/db"
     );
     let mut swap_failures = 0;
     for run in &runs {
@@ -323,13 +357,14 @@ pub fn load(args: &[String]) -> anyhow::Result<()> {
         };
         let cores = |c: Option<f64>| c.map_or("-".to_owned(), |c| format!("{c:.2}"));
         let cores = format!(
-            "{}/{}/{}",
+            "{}/{}/{}/{}",
             cores(run.cores.gateway),
             cores(run.cores.simulator),
-            cores(run.cores.generator)
+            cores(run.cores.generator),
+            cores(run.cores.database)
         );
         println!(
-            "{:<24} {:>10.0} {:>10} {:>9.2} {:>9.2} {:>9.2} {:>9.2} {:>7} {:>10} {:>24}",
+            "{:<24} {:>10.0} {:>10} {:>9.2} {:>9.2} {:>9.2} {:>9.2} {:>7} {:>10} {:>27}",
             run.label,
             ok.len() as f64 / run.elapsed.as_secs_f64(),
             run.webhooks_per_s.map_or("-".into(), |w| format!("{w:.0}")),
@@ -389,6 +424,8 @@ struct Stand {
     /// The simulator's `psp-sim.json`.
     info: Value,
     plugin_dir: PathBuf,
+    /// Whether its database is the PostgreSQL server (whose cores a run reports).
+    postgres: bool,
     // Dropped last: the demo stops before its database is dropped.
     _demo: Demo,
     _database: Option<PgDatabase>,
@@ -465,6 +502,7 @@ impl Stand {
             pid,
             info,
             plugin_dir,
+            postgres: database.is_some(),
             _demo: demo,
             _database: database,
         })
@@ -477,7 +515,7 @@ impl Stand {
             file: self.plugin_dir.join("efi.wasm"),
             after: Duration::from_secs(s.seconds) / 2,
         };
-        let clock = CpuClock::start(Some(self.pid), self.pid);
+        let clock = CpuClock::start(Some(self.pid), self.pid, self.postgres);
         let metrics = format!("{}/metrics", self.url);
         let client = reqwest::Client::new();
         let delivered_before = webhooks_delivered(&client, &metrics).await?;
@@ -851,9 +889,14 @@ impl PgDatabase {
     /// The run's database; `suffix` tells apart the two of `--compare`.
     fn create(suffix: &str) -> anyhow::Result<PgDatabase> {
         // A server on loopback; `PIXGW_LOAD_POSTGRES` names another (its `postgres` database
-        // is used to create and drop the run's).
-        let base = std::env::var("PIXGW_LOAD_POSTGRES")
+        // is used to create and drop the run's), and may end in options for the gateway's
+        // connections (`?sslmode=disable`).
+        let server = std::env::var("PIXGW_LOAD_POSTGRES")
             .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432".into());
+        let (base, options) = match server.split_once('?') {
+            Some((base, options)) => (base.to_owned(), format!("?{options}")),
+            None => (server, String::new()),
+        };
         let name = format!(
             "pixgw_load_{}{}",
             std::process::id(),
@@ -861,7 +904,7 @@ impl PgDatabase {
         );
         let db = PgDatabase {
             admin: format!("{base}/postgres"),
-            url: format!("{base}/{name}"),
+            url: format!("{base}/{name}{options}"),
             name,
         };
         db.psql(&format!("DROP DATABASE IF EXISTS {}", db.name))?;
