@@ -340,8 +340,9 @@ fn lease_owner() -> String {
 impl Store {
     /// Runs a claim's lease-taking `UPDATE` (`$1` the lease's end, `$2` its owner, `$3` now,
     /// `$4` the most rows, `$5` the `threshold` when there is one) through the writer: a pool
-    /// write would sleep in SQLite's busy handler while the charge path writes. Deferred: a lease lost in a crash lapses with the
-    /// process that held it, and another claimer takes the rows sooner.
+    /// write would sleep in SQLite's busy handler while the charge path writes. Deferred: a
+    /// lease lost in a crash lapses with the process that held it, and another claimer takes
+    /// the rows sooner.
     async fn take_leases(
         &self,
         update: String,
