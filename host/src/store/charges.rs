@@ -376,7 +376,7 @@ impl Store {
         emit: Option<&(dyn Fn(&ChargeRecord) -> EventRecord + Sync)>,
     ) -> Result<Option<ChargeRecord>, StoreError> {
         let mut tx = self.pool().begin().await?;
-        let moved = transition_on(&mut tx, id, from, to, update, emit).await?;
+        let moved = transition_on(&mut tx, self.backend, id, from, to, update, None, emit).await?;
         if moved.is_some() {
             tx.commit().await?;
         } else {
@@ -400,16 +400,24 @@ impl Store {
         durability: super::Durability,
     ) -> Result<Option<ChargeRecord>, StoreError> {
         let key = answer.as_ref().map(|a| a.key.clone());
+        let backend = self.backend;
         let (moved, body) = self
             .write_with(durability, move |conn| {
                 Box::pin(async move {
-                    if let Some(attempt) = &attempt {
-                        super::routing::insert_attempt(conn, attempt).await?;
-                    }
                     let emit = emit
                         .as_deref()
                         .map(|f| f as &(dyn Fn(&ChargeRecord) -> EventRecord + Sync));
-                    let moved = transition_on(conn, &id, &from, to, &update, emit).await?;
+                    let moved = transition_on(
+                        conn,
+                        backend,
+                        &id,
+                        &from,
+                        to,
+                        &update,
+                        attempt.as_ref(),
+                        emit,
+                    )
+                    .await?;
                     let body = match (&moved, &answer) {
                         (Some(charge), Some(answer)) => match (answer.render)(charge) {
                             Some(body) => {
@@ -695,13 +703,18 @@ pub struct AnswerWith {
 /// Renders a moved charge as an answer's body.
 pub type Render = std::sync::Arc<dyn Fn(&ChargeRecord) -> Option<String> + Send + Sync>;
 
-/// Moves a charge inside the caller's transaction; see [`Store::transition_charge`].
+/// Moves a charge inside the caller's transaction, with the PSP `attempt` that led to the move
+/// recorded first (whether or not the charge moves); see [`Store::transition_charge`]. On
+/// PostgreSQL the attempt's insert rides in the move's `WITH`: one round trip fewer.
+#[allow(clippy::too_many_arguments)]
 async fn transition_on(
     conn: &mut sqlx::AnyConnection,
+    backend: super::Backend,
     id: &str,
     from: &[ChargeState],
     to: ChargeState,
     update: &PspUpdate,
+    attempt: Option<&super::routing::AttemptRecord>,
     emit: Option<&(dyn Fn(&ChargeRecord) -> EventRecord + Sync)>,
 ) -> Result<Option<ChargeRecord>, StoreError> {
     let from_list = from
@@ -709,9 +722,21 @@ async fn transition_on(
         .map(|s| format!("'{}'", s.as_str()))
         .collect::<Vec<_>>()
         .join(", ");
+    // The move binds $1 to $13; an attempt in its `WITH`, the ones after.
+    let with_attempt = match (attempt, backend) {
+        (Some(_), super::Backend::Postgres) => format!(
+            "WITH attempt AS ({}) ",
+            super::routing::insert_attempt_sql(14)
+        ),
+        (Some(attempt), super::Backend::Sqlite) => {
+            super::routing::insert_attempt(conn, attempt).await?;
+            String::new()
+        }
+        (None, _) => String::new(),
+    };
     let now = super::now_ms();
-    let row = sqlx::query(&format!(
-        "UPDATE charges SET status = $1, updated_at = $2, \
+    let sql = format!(
+        "{with_attempt}UPDATE charges SET status = $1, updated_at = $2, \
            psp_id = COALESCE($3, psp_id), copy_paste = COALESCE($4, copy_paste), \
            qr_png_base64 = COALESCE($5, qr_png_base64), expires_at = COALESCE($6, expires_at), \
            paid_at = COALESCE($7, paid_at), end_to_end_id = COALESCE($8, end_to_end_id), \
@@ -719,28 +744,32 @@ async fn transition_on(
            next_check_at = CASE WHEN $11 = 1 THEN $12 ELSE next_check_at END, \
            paid_late = CASE WHEN $13 = 1 THEN 1 ELSE paid_late END \
          WHERE id = $10 AND status IN ({from_list}) RETURNING {COLUMNS}"
-    ))
-    .bind(to.as_str())
-    .bind(now)
-    .bind(&update.psp_id)
-    .bind(&update.copy_paste)
-    .bind(&update.qr_png_base64)
-    .bind(update.expires_at)
-    .bind(update.paid_at)
-    .bind(&update.end_to_end_id)
-    .bind(update.amount_paid)
-    .bind(id)
-    .bind(i64::from(update.next_check_at.is_some()))
-    .bind(update.next_check_at.flatten())
-    .bind(i64::from(update.paid_late))
-    .fetch_optional(&mut *conn)
-    .await?;
+    );
+    let query = sqlx::query(&sql)
+        .bind(to.as_str())
+        .bind(now)
+        .bind(&update.psp_id)
+        .bind(&update.copy_paste)
+        .bind(&update.qr_png_base64)
+        .bind(update.expires_at)
+        .bind(update.paid_at)
+        .bind(&update.end_to_end_id)
+        .bind(update.amount_paid)
+        .bind(id)
+        .bind(i64::from(update.next_check_at.is_some()))
+        .bind(update.next_check_at.flatten())
+        .bind(i64::from(update.paid_late));
+    let query = match (attempt, backend) {
+        (Some(attempt), super::Backend::Postgres) => super::routing::bind_attempt(query, attempt),
+        _ => query,
+    };
+    let row = query.fetch_optional(&mut *conn).await?;
     let Some(row) = row else {
         return Ok(None);
     };
     let charge = record_of(&row)?;
     if let Some(emit) = emit {
-        super::events::insert_event(conn, &emit(&charge)).await?;
+        super::events::insert_event(conn, backend, &emit(&charge)).await?;
     }
     Ok(Some(charge))
 }

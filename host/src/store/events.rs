@@ -114,49 +114,110 @@ const DELIVERY_COLUMNS: &str = "id, event_id, endpoint_id, status, attempts, nex
     last_status, last_error, created_at, delivered_at";
 
 /// Writes an event and a pending delivery to each enabled endpoint of its merchant and
-/// environment that subscribes to its type, inside the caller's transaction.
+/// environment that subscribes to its type, inside the caller's transaction. The deliveries
+/// are one `INSERT … SELECT` over the endpoints ([`deliveries_for`]); on PostgreSQL the event's
+/// insert rides in its `WITH`, one round trip where the insert, the endpoints' read and an
+/// insert per endpoint took three or more.
 pub(super) async fn insert_event(
     tx: &mut sqlx::AnyConnection,
+    backend: super::Backend,
     event: &EventRecord,
 ) -> Result<(), StoreError> {
-    sqlx::query(&format!(
-        "INSERT INTO events ({EVENT_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7)"
-    ))
-    .bind(&event.id)
-    .bind(&event.merchant_id)
-    .bind(event.environment.as_str())
-    .bind(&event.kind)
-    .bind(&event.charge_id)
-    .bind(event.payload.to_string())
-    .bind(event.created_at)
-    .execute(&mut *tx)
-    .await?;
-    let endpoints = sqlx::query(
-        "SELECT id, events FROM webhook_endpoints \
-         WHERE merchant_id = $1 AND environment = $2 AND status = 'enabled' AND deleted_at IS NULL",
-    )
-    .bind(&event.merchant_id)
-    .bind(event.environment.as_str())
-    .fetch_all(&mut *tx)
-    .await?;
-    for row in endpoints {
-        let (endpoint_id, types): (String, String) = (row.get(0), row.get(1));
-        let types: Vec<String> = serde_json::from_str(&types).unwrap_or_default();
-        if !types.iter().any(|t| t == &event.kind) {
-            continue;
+    let insert =
+        format!("INSERT INTO events ({EVENT_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7)");
+    fn bind<'q>(
+        sql: &'q str,
+        event: &'q EventRecord,
+    ) -> sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>> {
+        sqlx::query(sql)
+            .bind(&event.id)
+            .bind(&event.merchant_id)
+            .bind(event.environment.as_str())
+            .bind(&event.kind)
+            .bind(&event.charge_id)
+            .bind(event.payload.to_string())
+            .bind(event.created_at)
+    }
+    match backend {
+        super::Backend::Postgres => {
+            let sql = format!(
+                "WITH ev AS ({insert} RETURNING id, merchant_id, environment, type, created_at) {}",
+                deliveries_for(backend, "$8", "")
+            );
+            bind(&sql, event)
+                .bind(delivery_id_prefix())
+                .execute(&mut *tx)
+                .await?;
         }
-        sqlx::query(&format!(
-            "INSERT INTO webhook_deliveries ({DELIVERY_COLUMNS}) \
-             VALUES ($1, $2, $3, 'pending', 0, $4, NULL, NULL, $4, NULL)"
-        ))
-        .bind(format!("whd_{}", uuid::Uuid::now_v7().simple()))
-        .bind(&event.id)
-        .bind(&endpoint_id)
-        .bind(event.created_at)
-        .execute(&mut *tx)
-        .await?;
+        // SQLite has no `INSERT` in `WITH` (and no round trips to save).
+        super::Backend::Sqlite => {
+            bind(&insert, event).execute(&mut *tx).await?;
+            insert_deliveries(tx, backend, event, event.created_at, "").await?;
+        }
     }
     Ok(())
+}
+
+/// Inserts a pending delivery of `event` (written already), due and created `at`, to each
+/// endpoint that should get one ([`deliveries_for`]); returns how many.
+async fn insert_deliveries(
+    tx: &mut sqlx::AnyConnection,
+    backend: super::Backend,
+    event: &EventRecord,
+    at: i64,
+    and: &str,
+) -> Result<u64, StoreError> {
+    let sql = format!(
+        "WITH ev AS (SELECT $1 AS id, $2 AS merchant_id, $3 AS environment, $4 AS type, \
+                            $5 AS created_at) {}",
+        deliveries_for(backend, "$6", and)
+    );
+    let inserted = sqlx::query(&sql)
+        .bind(&event.id)
+        .bind(&event.merchant_id)
+        .bind(event.environment.as_str())
+        .bind(&event.kind)
+        .bind(at)
+        .bind(delivery_id_prefix())
+        .execute(&mut *tx)
+        .await?
+        .rows_affected();
+    Ok(inserted)
+}
+
+/// The insert of a pending delivery of the event `ev` (a `WITH` name: id, merchant_id,
+/// environment, type, created_at) to each enabled endpoint of its merchant and environment
+/// that subscribes to its type, `and` a further condition on the endpoint `e`. A delivery's id
+/// is the [`delivery_id_prefix`] bound as `prefix` and 64 random bits the database draws (it
+/// alone knows how many endpoints there are).
+fn deliveries_for(backend: super::Backend, prefix: &str, and: &str) -> String {
+    let (random, subscribed) = match backend {
+        super::Backend::Postgres => (
+            "substr(md5(random()::text), 1, 16)",
+            "EXISTS (SELECT 1 FROM json_array_elements_text(e.events::json) AS t(kind) \
+                     WHERE t.kind = ev.type)",
+        ),
+        super::Backend::Sqlite => (
+            "lower(hex(randomblob(8)))",
+            "EXISTS (SELECT 1 FROM json_each(e.events) AS t WHERE t.value = ev.type)",
+        ),
+    };
+    format!(
+        "INSERT INTO webhook_deliveries ({DELIVERY_COLUMNS}) \
+         SELECT 'whd_' || {prefix} || {random}, ev.id, e.id, 'pending', 0, ev.created_at, \
+                NULL, NULL, ev.created_at, NULL \
+         FROM ev JOIN webhook_endpoints e \
+           ON e.merchant_id = ev.merchant_id AND e.environment = ev.environment \
+         WHERE e.status = 'enabled' AND e.deleted_at IS NULL AND {subscribed} {and}"
+    )
+}
+
+/// The first half of a delivery id's 32 hex digits: those of a UUIDv7 that hold its time, so
+/// ids grow with time as whole UUIDv7s do, and the primary key takes them at its right edge
+/// instead of all over the index.
+fn delivery_id_prefix() -> String {
+    let v7 = uuid::Uuid::now_v7().simple().to_string();
+    v7[..16].to_owned()
 }
 
 impl Store {
@@ -481,34 +542,14 @@ impl Store {
         .execute(&mut *tx)
         .await?
         .rows_affected();
-        let endpoints = sqlx::query(
-            "SELECT id, events FROM webhook_endpoints \
-             WHERE merchant_id = $1 AND environment = $2 AND status = 'enabled' AND deleted_at IS NULL \
-               AND id NOT IN (SELECT endpoint_id FROM webhook_deliveries WHERE event_id = $3)",
+        let added = insert_deliveries(
+            &mut tx,
+            self.backend,
+            event,
+            now,
+            "AND e.id NOT IN (SELECT endpoint_id FROM webhook_deliveries WHERE event_id = ev.id)",
         )
-        .bind(&event.merchant_id)
-        .bind(event.environment.as_str())
-        .bind(&event.id)
-        .fetch_all(&mut *tx)
         .await?;
-        let mut added = 0;
-        for row in endpoints {
-            let (endpoint_id, types): (String, String) = (row.get(0), row.get(1));
-            let types: Vec<String> = serde_json::from_str(&types).unwrap_or_default();
-            if types.iter().any(|t| t == &event.kind) {
-                sqlx::query(&format!(
-                    "INSERT INTO webhook_deliveries ({DELIVERY_COLUMNS}) \
-                     VALUES ($1, $2, $3, 'pending', 0, $4, NULL, NULL, $4, NULL)"
-                ))
-                .bind(format!("whd_{}", uuid::Uuid::now_v7().simple()))
-                .bind(&event.id)
-                .bind(&endpoint_id)
-                .bind(now)
-                .execute(&mut *tx)
-                .await?;
-                added += 1;
-            }
-        }
         tx.commit().await?;
         Ok(reset + added)
     }

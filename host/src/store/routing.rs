@@ -84,17 +84,38 @@ pub(crate) async fn insert_attempt(
     conn: &mut sqlx::AnyConnection,
     a: &AttemptRecord,
 ) -> Result<(), StoreError> {
-    sqlx::query(
-        "INSERT INTO charge_attempts (reference, attempt, credential_id, provider, at, outcome, message) \
-         VALUES ($1, (SELECT COUNT(*) + 1 FROM charge_attempts WHERE reference = $1), $2, $3, $4, $5, $6)",
-    )
-    .bind(a.reference.as_str())
-    .bind(&a.credential_id)
-    .bind(&a.provider)
-    .bind(now_ms())
-    .bind(a.outcome)
-    .bind(&a.message)
-    .execute(&mut *conn)
-    .await?;
+    bind_attempt(sqlx::query(&insert_attempt_sql(1)), a)
+        .execute(&mut *conn)
+        .await?;
     Ok(())
+}
+
+/// The insert of one try, its values bound by [`bind_attempt`] as `$first` and on (after a
+/// statement's own, when it rides in that statement's `WITH`).
+pub(super) fn insert_attempt_sql(first: usize) -> String {
+    let p = |n: usize| format!("${}", first + n);
+    format!(
+        "INSERT INTO charge_attempts (reference, attempt, credential_id, provider, at, outcome, message) \
+         VALUES ({r}, (SELECT COUNT(*) + 1 FROM charge_attempts WHERE reference = {r}), {}, {}, {}, {}, {})",
+        p(1),
+        p(2),
+        p(3),
+        p(4),
+        p(5),
+        r = p(0),
+    )
+}
+
+/// Binds a try's values to a statement holding [`insert_attempt_sql`], after what it bound.
+pub(super) fn bind_attempt<'q>(
+    query: sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>>,
+    a: &'q AttemptRecord,
+) -> sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>> {
+    query
+        .bind(a.reference.as_str())
+        .bind(&a.credential_id)
+        .bind(&a.provider)
+        .bind(now_ms())
+        .bind(a.outcome)
+        .bind(&a.message)
 }

@@ -1,4 +1,5 @@
-//! The webhook outbox's claim, lease and record on both backends: nothing is claimed for a
+//! The webhook outbox on both backends: a charge's move writes its event with a delivery to
+//! each endpoint that should get one (and its PSP attempt with it), nothing is claimed for a
 //! disabled or deleted endpoint, recording an attempt never revives a canceled delivery,
 //! leases are fenced by their claim (a worker that lost its lease writes nothing), a lease
 //! that runs out frees the row, a slow endpoint holds only a few rows at once, and the
@@ -10,10 +11,13 @@ use crate::common;
 use std::time::Duration;
 
 use common::gateway::{Backend, TestDb};
-use common::poll;
+use common::{poll, records};
+use pixgw::domain::Environment;
 use pixgw::plans::PlanId;
-use pixgw::store::events::{AttemptOutcome, ClaimLimits};
-use pixgw::store::{Store, now_ms};
+use pixgw::store::charges::{ChargeRecord, ChargeState, PspUpdate};
+use pixgw::store::events::{AttemptOutcome, ClaimLimits, Emit, EventRecord};
+use pixgw::store::routing::AttemptRecord;
+use pixgw::store::{Durability, Store, now_ms};
 
 async fn store_on(backend: Backend) -> (TestDb, Store) {
     let db = TestDb::new(backend).await;
@@ -22,27 +26,61 @@ async fn store_on(backend: Backend) -> (TestDb, Store) {
     (db, store)
 }
 
-/// An endpoint row of `merchant_id` in test, `enabled` or `disabled`, deleted or not. Written
-/// in SQL: these tests are about the outbox, not about how endpoints are made.
+/// An endpoint row of `merchant_id` in test for `charge.paid`, `enabled` or `disabled`,
+/// deleted or not.
 async fn endpoint(store: &Store, merchant_id: &str, status: &str, deleted: bool) -> String {
-    let id = format!("we_{}", uuid::Uuid::now_v7().simple());
-    let now = now_ms();
-    sqlx::query(
-        "INSERT INTO webhook_endpoints (id, merchant_id, environment, url, description, events, \
-         secret_sealed, previous_secret_sealed, previous_expires_at, status, disabled_reason, \
-         failing_since, created_at, updated_at, deleted_at) \
-         VALUES ($1, $2, 'test', 'https://loja.example/hooks', NULL, '[\"charge.paid\"]', 'x', \
-         NULL, NULL, $3, NULL, NULL, $4, $4, $5)",
-    )
-    .bind(&id)
-    .bind(merchant_id)
-    .bind(status)
-    .bind(now)
-    .bind(deleted.then_some(now))
-    .execute(store.pool())
-    .await
-    .unwrap();
-    id
+    let paid = Hook {
+        status,
+        deleted,
+        ..Hook::new(merchant_id, &["charge.paid"])
+    };
+    paid.write(store).await
+}
+
+/// An endpoint row as a test wants it. Written in SQL: these tests are about the outbox, not
+/// about how endpoints are made.
+struct Hook<'a> {
+    merchant_id: &'a str,
+    environment: &'a str,
+    events: &'a [&'a str],
+    status: &'a str,
+    deleted: bool,
+}
+
+impl<'a> Hook<'a> {
+    /// Enabled, in test.
+    fn new(merchant_id: &'a str, events: &'a [&'a str]) -> Self {
+        Hook {
+            merchant_id,
+            environment: "test",
+            events,
+            status: "enabled",
+            deleted: false,
+        }
+    }
+
+    async fn write(&self, store: &Store) -> String {
+        let id = format!("we_{}", uuid::Uuid::now_v7().simple());
+        let now = now_ms();
+        sqlx::query(
+            "INSERT INTO webhook_endpoints (id, merchant_id, environment, url, description, events, \
+             secret_sealed, previous_secret_sealed, previous_expires_at, status, disabled_reason, \
+             failing_since, created_at, updated_at, deleted_at) \
+             VALUES ($1, $2, $3, 'https://loja.example/hooks', NULL, $4, 'x', \
+             NULL, NULL, $5, NULL, NULL, $6, $6, $7)",
+        )
+        .bind(&id)
+        .bind(self.merchant_id)
+        .bind(self.environment)
+        .bind(serde_json::to_string(self.events).unwrap())
+        .bind(self.status)
+        .bind(now)
+        .bind(self.deleted.then_some(now))
+        .execute(store.pool())
+        .await
+        .unwrap();
+        id
+    }
 }
 
 /// An event of `merchant_id` and one due delivery of it to each of `endpoints`; returns the
@@ -407,3 +445,175 @@ async fn a_claim_with_nothing_due_does_not_wait_for_the_writer() {
     let claimed: Vec<&str> = claimed.iter().map(|d| d.delivery.id.as_str()).collect();
     assert_eq!(claimed, [ids[0].as_str()]);
 }
+
+/// A charge's move writes its PSP attempt (moved or not), its event, and one delivery to each
+/// enabled endpoint of the merchant and environment that subscribes to the event's type; a
+/// redelivery adds one for an endpoint subscribed since.
+async fn a_move_writes_its_event_to_the_subscribed_endpoints(backend: Backend) {
+    let (_db, store) = store_on(backend).await;
+    let merchant = store
+        .create_merchant("Loja", PlanId::Enterprise)
+        .await
+        .unwrap();
+    let other = store
+        .create_merchant("Outra", PlanId::Enterprise)
+        .await
+        .unwrap();
+    let both = ["charge.created", "charge.paid"];
+    let all = Hook::new(&merchant.id, &both).write(&store).await;
+    let paid_only = Hook::new(&merchant.id, &["charge.paid"])
+        .write(&store)
+        .await;
+    for elsewhere in [
+        Hook {
+            status: "disabled",
+            ..Hook::new(&merchant.id, &both)
+        },
+        Hook {
+            status: "disabled",
+            deleted: true,
+            ..Hook::new(&merchant.id, &both)
+        },
+        Hook {
+            environment: "live",
+            ..Hook::new(&merchant.id, &both)
+        },
+        Hook::new(&other.id, &both),
+    ] {
+        elsewhere.write(&store).await;
+    }
+    let credential = records::credential(&store, &merchant.id, Environment::Test).await;
+    let charge = records::charge(&credential, now_ms());
+    assert_eq!(
+        store.insert_creating_charge(&charge).await.unwrap(),
+        Ok(true)
+    );
+
+    let attempt = AttemptRecord {
+        reference: charge.reference.clone(),
+        credential_id: credential.id.to_string(),
+        provider: "efi".into(),
+        outcome: "created",
+        message: None,
+    };
+    let emit = |kind: &'static str| -> Emit {
+        std::sync::Arc::new(move |c: &ChargeRecord| EventRecord {
+            id: format!("evt_{}", uuid::Uuid::now_v7().simple()),
+            merchant_id: c.merchant_id.clone(),
+            environment: c.environment,
+            kind: kind.into(),
+            charge_id: Some(c.id.clone()),
+            payload: serde_json::json!({"status": c.status.as_str()}),
+            created_at: c.updated_at,
+        })
+    };
+    let mv = |from: ChargeState, to: ChargeState, kind| {
+        let update = PspUpdate {
+            psp_id: Some("psp-1".into()),
+            ..PspUpdate::default()
+        };
+        store.transition_charge_with(
+            charge.id.clone(),
+            vec![from],
+            to,
+            update,
+            Some(attempt.clone()),
+            Some(emit(kind)),
+            None,
+            Durability::Deferred,
+        )
+    };
+    let moved = mv(
+        ChargeState::Creating,
+        ChargeState::Pending,
+        "charge.created",
+    )
+    .await
+    .unwrap()
+    .expect("the creating charge moves");
+    assert_eq!(
+        (moved.status, moved.psp_id.as_deref()),
+        (ChargeState::Pending, Some("psp-1"))
+    );
+    // Not in `creating` any more: nothing moves and no event is written, but the attempt is.
+    assert!(
+        mv(
+            ChargeState::Creating,
+            ChargeState::Pending,
+            "charge.created"
+        )
+        .await
+        .unwrap()
+        .is_none()
+    );
+    mv(ChargeState::Pending, ChargeState::Paid, "charge.paid")
+        .await
+        .unwrap()
+        .expect("the pending charge is paid");
+    let attempts = store
+        .charge_attempts(charge.reference.as_str())
+        .await
+        .unwrap();
+    assert_eq!(
+        attempts.iter().map(|a| a.attempt).collect::<Vec<_>>(),
+        [1, 2, 3]
+    );
+
+    // The two events, each with its deliveries' endpoints.
+    let events = store
+        .events(
+            &merchant.id,
+            Environment::Test,
+            None,
+            Some(&charge.id),
+            None,
+            10,
+        )
+        .await
+        .unwrap();
+    let mut kinds: Vec<&str> = events.iter().map(|e| e.kind.as_str()).collect();
+    kinds.sort();
+    assert_eq!(kinds, ["charge.created", "charge.paid"]);
+    let event = |kind: &str| events.iter().find(|e| e.kind == kind).unwrap().clone();
+    let (created, paid) = (event("charge.created"), event("charge.paid"));
+    let endpoints_of = |event_id: String| {
+        let store = store.clone();
+        async move {
+            let deliveries = store.deliveries_of(&event_id).await.unwrap();
+            for d in &deliveries {
+                let hex = d.id.strip_prefix("whd_").expect("a delivery id");
+                assert!(
+                    hex.len() == 32 && hex.bytes().all(|b| b.is_ascii_hexdigit()),
+                    "{}",
+                    d.id
+                );
+                assert_eq!((d.status.as_str(), d.attempts), ("pending", 0));
+            }
+            let mut endpoints: Vec<String> =
+                deliveries.into_iter().map(|d| d.endpoint_id).collect();
+            endpoints.sort();
+            endpoints
+        }
+    };
+    let sorted = |mut ids: Vec<&String>| {
+        ids.sort();
+        ids.into_iter().cloned().collect::<Vec<_>>()
+    };
+    assert_eq!(endpoints_of(created.id.clone()).await, [all.clone()]);
+    assert_eq!(endpoints_of(paid.id).await, sorted(vec![&all, &paid_only]));
+
+    // The paid-only endpoint subscribes to `charge.created` too: a redelivery of that event
+    // queues the old delivery again and adds one for it.
+    sqlx::query("UPDATE webhook_endpoints SET events = $1 WHERE id = $2")
+        .bind(serde_json::to_string(&both).unwrap())
+        .bind(&paid_only)
+        .execute(store.pool())
+        .await
+        .unwrap();
+    assert_eq!(store.redeliver_event(&created).await.unwrap(), 2);
+    assert_eq!(
+        endpoints_of(created.id).await,
+        sorted(vec![&all, &paid_only])
+    );
+}
+both_backends!(a_move_writes_its_event_to_the_subscribed_endpoints);
