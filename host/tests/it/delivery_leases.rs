@@ -117,6 +117,14 @@ async fn event_to(store: &Store, merchant_id: &str, endpoints: &[&str]) -> Vec<S
     ids
 }
 
+/// A merchant on the enterprise plan (no limit in the way).
+async fn new_merchant(store: &Store, name: &str) -> pixgw::store::merchants::Merchant {
+    store
+        .create_merchant(name, PlanId::Enterprise)
+        .await
+        .unwrap()
+}
+
 async fn status_of(store: &Store, delivery_id: &str) -> (String, i64) {
     let row: (String, i64) =
         sqlx::query_as("SELECT status, attempts FROM webhook_deliveries WHERE id = $1")
@@ -148,10 +156,7 @@ fn failed_attempt() -> AttemptOutcome {
 
 async fn removed_endpoints_get_nothing(backend: Backend) {
     let (_db, store) = store_on(backend).await;
-    let merchant = store
-        .create_merchant("Loja", PlanId::Enterprise)
-        .await
-        .unwrap();
+    let merchant = new_merchant(&store, "Loja").await;
     let enabled = endpoint(&store, &merchant.id, "enabled", false).await;
     let disabled = endpoint(&store, &merchant.id, "disabled", false).await;
     let deleted = endpoint(&store, &merchant.id, "disabled", true).await;
@@ -202,10 +207,7 @@ both_backends!(removed_endpoints_get_nothing);
 
 async fn a_merchant_disabling_an_endpoint_cancels_and_holds_its_deliveries(backend: Backend) {
     let (_db, store) = store_on(backend).await;
-    let merchant = store
-        .create_merchant("Loja", PlanId::Enterprise)
-        .await
-        .unwrap();
+    let merchant = new_merchant(&store, "Loja").await;
     let hook = endpoint(&store, &merchant.id, "enabled", false).await;
     let ids = event_to(&store, &merchant.id, &[&hook]).await;
     let claimed = store.claim_due_deliveries(limits(60_000)).await.unwrap();
@@ -242,10 +244,7 @@ both_backends!(a_merchant_disabling_an_endpoint_cancels_and_holds_its_deliveries
 
 async fn leases_are_fenced_and_run_out(backend: Backend) {
     let (_db, store) = store_on(backend).await;
-    let merchant = store
-        .create_merchant("Loja", PlanId::Enterprise)
-        .await
-        .unwrap();
+    let merchant = new_merchant(&store, "Loja").await;
     let hook = endpoint(&store, &merchant.id, "enabled", false).await;
     let ids = event_to(&store, &merchant.id, &[&hook]).await;
 
@@ -305,14 +304,8 @@ both_backends!(leases_are_fenced_and_run_out);
 
 async fn a_slow_endpoint_holds_only_a_few_rows(backend: Backend) {
     let (_db, store) = store_on(backend).await;
-    let merchant = store
-        .create_merchant("Loja", PlanId::Enterprise)
-        .await
-        .unwrap();
-    let other = store
-        .create_merchant("Outra", PlanId::Enterprise)
-        .await
-        .unwrap();
+    let merchant = new_merchant(&store, "Loja").await;
+    let other = new_merchant(&store, "Outra").await;
     let slow = endpoint(&store, &merchant.id, "enabled", false).await;
     let quick = endpoint(&store, &other.id, "enabled", false).await;
     for _ in 0..10 {
@@ -412,11 +405,7 @@ both_backends!(the_durable_adapter_cache_is_bounded_per_credential);
 #[tokio::test]
 async fn a_claim_with_nothing_due_does_not_wait_for_the_writer() {
     let (_db, store) = store_on(Backend::Sqlite).await;
-    let merchant = store
-        .create_merchant("Loja", PlanId::Enterprise)
-        .await
-        .unwrap()
-        .id;
+    let merchant = new_merchant(&store, "Loja").await.id;
     let endpoint = endpoint(&store, &merchant, "enabled", false).await;
     // A write held inside the writer until the test lets it go.
     let (release, held) = std::sync::mpsc::channel::<()>();
@@ -451,14 +440,8 @@ async fn a_claim_with_nothing_due_does_not_wait_for_the_writer() {
 /// redelivery adds one for an endpoint subscribed since.
 async fn a_move_writes_its_event_to_the_subscribed_endpoints(backend: Backend) {
     let (_db, store) = store_on(backend).await;
-    let merchant = store
-        .create_merchant("Loja", PlanId::Enterprise)
-        .await
-        .unwrap();
-    let other = store
-        .create_merchant("Outra", PlanId::Enterprise)
-        .await
-        .unwrap();
+    let merchant = new_merchant(&store, "Loja").await;
+    let other = new_merchant(&store, "Outra").await;
     let both = ["charge.created", "charge.paid"];
     let all = Hook::new(&merchant.id, &both).write(&store).await;
     let paid_only = Hook::new(&merchant.id, &["charge.paid"])
