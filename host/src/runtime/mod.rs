@@ -211,10 +211,13 @@ impl Runtime {
             self.registry.clear_failure(&expected);
             return Ok(expected);
         }
+        let started = std::time::Instant::now();
         let result = self.load_validated(path, bytes, &expected).await;
+        // How long a swap took here, apart from the watcher's latency and the first request.
+        let load_ms = started.elapsed().as_millis() as u64;
         match &result {
             Ok(adapter) => {
-                tracing::info!(provider = %expected, sha256 = %adapter.sha256, path = %path.display(), "adapter loaded");
+                tracing::info!(provider = %expected, sha256 = %adapter.sha256, path = %path.display(), load_ms, "adapter loaded");
                 self.registry.install(adapter.clone());
             }
             Err(error) => {
