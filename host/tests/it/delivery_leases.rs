@@ -543,17 +543,7 @@ async fn a_move_writes_its_event_to_the_subscribed_endpoints(backend: Backend) {
     );
 
     // The two events, each with its deliveries' endpoints.
-    let events = store
-        .events(
-            &merchant.id,
-            Environment::Test,
-            None,
-            Some(&charge.id),
-            None,
-            10,
-        )
-        .await
-        .unwrap();
+    let events = records::events_of(&store, &charge).await;
     let mut kinds: Vec<&str> = events.iter().map(|e| e.kind.as_str()).collect();
     kinds.sort();
     assert_eq!(kinds, ["charge.created", "charge.paid"]);

@@ -10,7 +10,7 @@ use crate::common;
 use common::gateway::{
     Backend, Gateway, GatewayOptions, TestDb, cli, cli_output, create_merchant_on,
 };
-use common::records::{charge, credential, store_on};
+use common::records::{charge, credential, events_of, store_on};
 use common::start_sim;
 use pixgw::domain::Environment;
 use pixgw::plans::{LimitReached, PlanId, Resource};
@@ -734,17 +734,7 @@ async fn deliver(store: &Store, event_id: &str) {
 }
 
 async fn event_of(store: &Store, charge: &ChargeRecord) -> String {
-    let events = store
-        .events(
-            &charge.merchant_id,
-            charge.environment,
-            None,
-            Some(&charge.id),
-            None,
-            10,
-        )
-        .await
-        .unwrap();
+    let events = events_of(store, charge).await;
     assert_eq!(events.len(), 1);
     events[0].id.clone()
 }

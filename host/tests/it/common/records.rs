@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use pixgw::domain::{ChargeId, CredentialId, Environment, Reference};
 use pixgw::store::charges::{ChargeRecord, ChargeState};
 use pixgw::store::credentials::CredentialRecord;
+use pixgw::store::events::EventRecord;
 use pixgw::store::{Store, now_ms};
 use serde_json::json;
 
@@ -78,4 +79,19 @@ pub fn charge(credential: &CredentialRecord, created_at: i64) -> ChargeRecord {
         created_at,
         updated_at: created_at,
     }
+}
+
+/// The events of `charge`, newest first (up to ten).
+pub async fn events_of(store: &Store, charge: &ChargeRecord) -> Vec<EventRecord> {
+    store
+        .events(
+            &charge.merchant_id,
+            charge.environment,
+            None,
+            Some(&charge.id),
+            None,
+            10,
+        )
+        .await
+        .unwrap()
 }
