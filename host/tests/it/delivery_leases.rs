@@ -572,7 +572,7 @@ async fn a_move_writes_its_event_to_the_subscribed_endpoints(backend: Backend) {
         ids.sort();
         ids.into_iter().cloned().collect::<Vec<_>>()
     };
-    assert_eq!(endpoints_of(created.id.clone()).await, [all.clone()]);
+    assert_eq!(endpoints_of(created.id.clone()).await, vec![all.clone()]);
     assert_eq!(endpoints_of(paid.id).await, sorted(vec![&all, &paid_only]));
 
     // The paid-only endpoint subscribes to `charge.created` too: a redelivery of that event
