@@ -722,17 +722,17 @@ async fn transition_on(
         .map(|s| format!("'{}'", s.as_str()))
         .collect::<Vec<_>>()
         .join(", ");
+    // SQLite has no `INSERT` in `WITH`: the attempt is a statement of its own, first.
+    if let (Some(attempt), super::Backend::Sqlite) = (attempt, backend) {
+        super::routing::insert_attempt(conn, attempt).await?;
+    }
     // The move binds $1 to $13; an attempt in its `WITH`, the ones after.
     let with_attempt = match (attempt, backend) {
         (Some(_), super::Backend::Postgres) => format!(
             "WITH attempt AS ({}) ",
             super::routing::insert_attempt_sql(14)
         ),
-        (Some(attempt), super::Backend::Sqlite) => {
-            super::routing::insert_attempt(conn, attempt).await?;
-            String::new()
-        }
-        (None, _) => String::new(),
+        _ => String::new(),
     };
     let now = super::now_ms();
     let sql = format!(
