@@ -53,8 +53,15 @@ pub struct AdapterEngine {
     pub(super) engine: Engine,
     pub(super) linker: Linker<CallState>,
     pub(super) limits: Limits,
-    cache_dir: Option<PathBuf>,
+    cache: Option<DiskCache>,
     ticker_stop: Arc<AtomicBool>,
+}
+
+/// The compile cache directory, its function entries, and the thread that keeps it.
+struct DiskCache {
+    dir: PathBuf,
+    functions: Arc<FunctionCache>,
+    upkeep: compile_cache::Upkeep,
 }
 
 impl AdapterEngine {
@@ -91,15 +98,23 @@ impl AdapterEngine {
             .memory_reservation_for_growth(0)
             .max_wasm_stack(1 << 20)
             .async_stack_size(2 << 20);
-        if let Some(dir) = &cache_dir {
-            std::fs::create_dir_all(dir)?;
-        }
-        let functions = match &cache_dir {
-            Some(dir) => FunctionCache::on_disk(dir)?,
-            None => FunctionCache::in_memory(),
+        let cache = match cache_dir {
+            Some(dir) => {
+                std::fs::create_dir_all(&dir)?;
+                Some(DiskCache {
+                    functions: Arc::new(FunctionCache::on_disk(&dir)?),
+                    upkeep: compile_cache::Upkeep::start(dir.clone())?,
+                    dir,
+                })
+            }
+            None => None,
+        };
+        let functions = match &cache {
+            Some(cache) => cache.functions.clone(),
+            None => Arc::new(FunctionCache::in_memory()),
         };
         config
-            .enable_incremental_compilation(Arc::new(functions))
+            .enable_incremental_compilation(functions)
             .map_err(|e| anyhow::anyhow!("{e}"))?;
         let engine = Engine::new(&config).map_err(|e| anyhow::anyhow!("{e}"))?;
 
@@ -126,7 +141,7 @@ impl AdapterEngine {
             engine,
             linker,
             limits,
-            cache_dir,
+            cache,
             ticker_stop,
         })
     }
@@ -134,10 +149,12 @@ impl AdapterEngine {
     /// Compiles `bytes`, or loads the artifact compiled earlier from the same bytes by this same
     /// engine configuration. Blocking and CPU-heavy: call it off the async threads.
     pub fn compile(&self, bytes: &[u8]) -> anyhow::Result<Component> {
-        let Some(dir) = &self.cache_dir else {
+        let Some(cache) = &self.cache else {
             return Component::new(&self.engine, bytes).map_err(|e| anyhow::anyhow!("{e}"));
         };
-        let path = dir.join(format!("{}.cwasm", self.artifact_key(bytes)));
+        let path = cache
+            .dir
+            .join(format!("{}.cwasm", self.artifact_key(bytes)));
         // Read into memory rather than mmap the file: something truncating a mapped artifact
         // would crash the gateway with SIGBUS.
         if let Ok(artifact) = std::fs::read(&path) {
@@ -146,7 +163,7 @@ impl AdapterEngine {
             // wasmtime still checks its header and version before using it.
             match unsafe { Component::deserialize(&self.engine, &artifact) } {
                 Ok(component) => {
-                    compile_cache::touch(&path);
+                    cache.upkeep.after_compile(vec![path], 0);
                     return Ok(component);
                 }
                 Err(e) => {
@@ -154,29 +171,27 @@ impl AdapterEngine {
                 }
             }
         }
-        let component = Component::new(&self.engine, bytes).map_err(|e| anyhow::anyhow!("{e}"))?;
-        match component.serialize() {
-            Ok(artifact) => {
-                let tmp = path.with_extension(format!("tmp{}", std::process::id()));
-                if let Err(e) =
-                    std::fs::write(&tmp, artifact).and_then(|_| std::fs::rename(&tmp, &path))
-                {
-                    tracing::warn!(path = %path.display(), error = %e, "could not cache compiled artifact");
+        let compiled = Component::new(&self.engine, bytes).map_err(|e| anyhow::anyhow!("{e}"));
+        let mut activity = cache.functions.take_activity();
+        if let Ok(component) = &compiled {
+            match component.serialize() {
+                Ok(artifact) => {
+                    let tmp = path.with_extension(format!("tmp{}", std::process::id()));
+                    match std::fs::write(&tmp, &artifact).and_then(|_| std::fs::rename(&tmp, &path))
+                    {
+                        Ok(()) => activity.written += artifact.len() as u64,
+                        Err(e) => {
+                            tracing::warn!(path = %path.display(), error = %e, "could not cache compiled artifact")
+                        }
+                    }
                 }
-            }
-            Err(e) => tracing::warn!(error = %e, "could not serialize compiled artifact"),
-        }
-        // This compile wrote an artifact and functions: older versions' files may now go.
-        match compile_cache::prune(dir, compile_cache::BUDGET) {
-            Ok(p) if p.files > 0 => {
-                tracing::info!(files = p.files, bytes = p.bytes, dir = %dir.display(), "pruned the compile cache")
-            }
-            Ok(_) => {}
-            Err(e) => {
-                tracing::warn!(dir = %dir.display(), error = %e, "could not prune the compile cache")
+                Err(e) => tracing::warn!(error = %e, "could not serialize compiled artifact"),
             }
         }
-        Ok(component)
+        // The functions it found cached are marked used, and older versions' files may go now
+        // that it wrote new ones: after this returns, so the new version does not wait.
+        cache.upkeep.after_compile(activity.used, activity.written);
+        compiled
     }
 
     fn artifact_key(&self, bytes: &[u8]) -> String {

@@ -30,8 +30,20 @@ pub const MEMORY_BUDGET: usize = 48 << 20;
 
 #[derive(Debug)]
 pub enum FunctionCache {
-    Disk(PathBuf),
+    /// What compiles read and wrote since [`FunctionCache::take_activity`] last ran, for
+    /// [`super::compile_cache::Upkeep`] to mark and count after the compile, not during it.
+    Disk {
+        dir: PathBuf,
+        activity: Mutex<Activity>,
+    },
     Memory(Mutex<MemoryEntries>),
+}
+
+/// The disk entries compiles used: read (`used`) and written (`written` bytes).
+#[derive(Debug, Default)]
+pub struct Activity {
+    pub used: Vec<PathBuf>,
+    pub written: u64,
 }
 
 #[derive(Debug, Default)]
@@ -45,7 +57,18 @@ impl FunctionCache {
     pub fn on_disk(dir: &std::path::Path) -> std::io::Result<FunctionCache> {
         let dir = dir.join("functions");
         std::fs::create_dir_all(&dir)?;
-        Ok(FunctionCache::Disk(dir))
+        Ok(FunctionCache::Disk {
+            dir,
+            activity: Mutex::default(),
+        })
+    }
+
+    /// The disk entries read and written since the last call.
+    pub fn take_activity(&self) -> Activity {
+        match self {
+            FunctionCache::Disk { activity, .. } => std::mem::take(&mut *activity.lock()),
+            FunctionCache::Memory(_) => Activity::default(),
+        }
     }
 
     pub fn in_memory() -> FunctionCache {
@@ -58,7 +81,7 @@ impl CacheStore for FunctionCache {
         match self {
             // Machine code is run as it is read: an entry whose checksum does not match (a
             // damaged disk, a file cut short) is compiled again, not trusted.
-            FunctionCache::Disk(dir) => {
+            FunctionCache::Disk { dir, activity } => {
                 let path = dir.join(hex::encode(key));
                 let mut entry = std::fs::read(&path).ok()?;
                 if entry.len() < CHECKSUM
@@ -66,7 +89,7 @@ impl CacheStore for FunctionCache {
                 {
                     return None;
                 }
-                super::compile_cache::touch(&path);
+                activity.lock().used.push(path);
                 entry.drain(..CHECKSUM);
                 Some(Cow::Owned(entry))
             }
@@ -80,7 +103,7 @@ impl CacheStore for FunctionCache {
 
     fn insert(&self, key: &[u8], value: Vec<u8>) -> bool {
         match self {
-            FunctionCache::Disk(dir) => {
+            FunctionCache::Disk { dir, activity } => {
                 let path = dir.join(hex::encode(key));
                 // Written aside and renamed, so a reader never sees half an entry; compiles run
                 // on several threads and processes may share the directory.
@@ -92,7 +115,10 @@ impl CacheStore for FunctionCache {
                 let mut entry = Sha256::digest(&value).to_vec();
                 entry.extend_from_slice(&value);
                 match std::fs::write(&tmp, &entry).and_then(|_| std::fs::rename(&tmp, &path)) {
-                    Ok(()) => true,
+                    Ok(()) => {
+                        activity.lock().written += entry.len() as u64;
+                        true
+                    }
                     Err(e) => {
                         let _ = std::fs::remove_file(&tmp);
                         tracing::debug!(error = %e, "could not cache a compiled function");
@@ -125,6 +151,13 @@ mod tests {
         assert!(first.insert(b"key", b"code".to_vec()));
         let second = FunctionCache::on_disk(dir.path()).unwrap();
         assert_eq!(second.get(b"key").as_deref(), Some(&b"code"[..]));
+        // What each cache read and wrote is left for the upkeep after the compile: the entry
+        // is its checksum and the code.
+        let (written, read) = (first.take_activity(), second.take_activity());
+        assert_eq!((written.used.len(), written.written), (0, 32 + 4));
+        let path = dir.path().join("functions").join(hex::encode(b"key"));
+        assert_eq!((read.used, read.written), (vec![path], 0));
+        assert!(second.take_activity().used.is_empty());
         // Nothing but the entry itself is left in the directory.
         let names: Vec<_> = std::fs::read_dir(dir.path().join("functions"))
             .unwrap()
