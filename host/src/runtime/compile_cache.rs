@@ -283,9 +283,11 @@ mod tests {
         file(&read, 400, 4 * HOUR);
         let mut size = Size::new(dir.path().to_owned(), 600);
 
-        // Reads alone change no size: marked, nothing pruned.
+        // Reads alone change no size: marked, nothing pruned. (Then aged again, for the next
+        // step to have one old file.)
         size.after([job(&[&old], 0)].into_iter());
         assert_eq!(names(dir.path()), ["old.cwasm", "read.cwasm"]);
+        assert!(std::fs::metadata(&old).unwrap().modified().unwrap() > SystemTime::now() - HOUR);
         file(&old, 400, 5 * HOUR);
 
         // A compile that read one file and wrote another: the size is not known yet, so the
