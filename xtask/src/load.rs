@@ -257,6 +257,8 @@ struct Swap {
     serving_after: Result<Duration, String>,
     /// Requests that failed between the rename and one second after the new version served.
     failed: usize,
+    /// That window, since the run began, when the swap completed.
+    window: Option<(Duration, Duration)>,
 }
 
 pub fn load(args: &[String]) -> anyhow::Result<()> {
@@ -402,6 +404,7 @@ pub fn load(args: &[String]) -> anyhow::Result<()> {
                 Err(e) => println!("{}: hot swap of efi.wasm failed: {e}", run.label),
             }
         }
+        println!("{}: {}", run.label, tail(run));
     }
     ensure!(
         swap_failures == 0,
@@ -413,6 +416,32 @@ pub fn load(args: &[String]) -> anyhow::Result<()> {
         "a hot swap did not serve the new version"
     );
     Ok(())
+}
+
+/// Where a run's tail lies: the p99 of each tenth of the run (by start time), and the p99 of
+/// the requests started outside the hot swap's window (its rename to a second after it served),
+/// to tell a steady tail from one the swap's compile made.
+fn tail(run: &Run) -> String {
+    let p99 = |mut latencies: Vec<Duration>| -> String {
+        latencies.sort();
+        latencies
+            .get((latencies.len() as f64 * 0.99) as usize)
+            .map_or("-".into(), |d| format!("{:.1}", d.as_secs_f64() * 1000.0))
+    };
+    let ok = || run.samples.iter().filter(|s| s.2);
+    let tenth = run.elapsed / 10;
+    let slices: Vec<String> = (0..10)
+        .map(|i| {
+            let (from, to) = (tenth * i, tenth * (i + 1));
+            p99(ok().filter(|s| s.0 >= from && s.0 < to).map(|s| s.1).collect())
+        })
+        .collect();
+    let mut line = format!("p99 ms by tenth of the run: {}", slices.join(" "));
+    if let Some((from, to)) = run.swap.as_ref().and_then(|s| s.window) {
+        let outside = ok().filter(|s| s.0 + s.1 < from || s.0 > to).map(|s| s.1);
+        line += &format!("; outside the swap's window p99 {} ms", p99(outside.collect()));
+    }
+    line
 }
 
 /// A release demo stood up for a gateway run: the gateway to load and what a run reads of it.
@@ -766,6 +795,7 @@ async fn drive(label: String, target: Arc<Target>, s: &Settings, swap: Option<Sw
             Some(Swap {
                 serving_after,
                 failed,
+                window: landed.zip(window_end),
             })
         }
     };
