@@ -289,6 +289,19 @@ pub fn install_drivers() {
     });
 }
 
+/// Turns SQLite's memory statistics off for the process. On (the bundled library's default),
+/// every allocation SQLite makes takes one global mutex, shared by the writer and every read
+/// connection, to keep counters the gateway never reads. It must run before SQLite's first use in
+/// the process, with no other thread using SQLite: the binary calls it first thing. Later calls
+/// change nothing (SQLite refuses them once initialised), which is why the result is ignored.
+pub fn sqlite_memory_statistics_off() {
+    // SAFETY: `sqlite3_config` takes the option and its one `int` argument; it is unsafe only
+    // when another thread uses SQLite meanwhile, which the caller rules out.
+    unsafe {
+        rusqlite::ffi::sqlite3_config(rusqlite::ffi::SQLITE_CONFIG_MEMSTATUS, 0 as std::ffi::c_int);
+    }
+}
+
 /// How SQLite syncs commits to disk.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Synchronous {
