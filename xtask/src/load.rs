@@ -353,10 +353,7 @@ pub fn load(args: &[String]) -> anyhow::Result<()> {
         let mut ok: Vec<Duration> = run.samples.iter().filter(|s| s.2).map(|s| s.1).collect();
         ok.sort();
         let errors = run.samples.len() - ok.len();
-        let pct = |p: f64| {
-            ok.get(((ok.len() as f64 * p) as usize).min(ok.len().saturating_sub(1)))
-                .map_or(f64::NAN, |d| d.as_secs_f64() * 1000.0)
-        };
+        let pct = |p: f64| percentile_ms(&ok, p);
         let cores = |c: Option<f64>| c.map_or("-".to_owned(), |c| format!("{c:.2}"));
         let cores = format!(
             "{}/{}/{}/{}",
@@ -418,15 +415,20 @@ pub fn load(args: &[String]) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// The `p` quantile of `sorted` latencies in milliseconds (NaN when there are none).
+fn percentile_ms(sorted: &[Duration], p: f64) -> f64 {
+    sorted
+        .get(((sorted.len() as f64 * p) as usize).min(sorted.len().saturating_sub(1)))
+        .map_or(f64::NAN, |d| d.as_secs_f64() * 1000.0)
+}
+
 /// Where a run's tail lies: the p99 of each tenth of the run (by start time), and the p99 of
-/// the requests started outside the hot swap's window (its rename to a second after it served),
-/// to tell a steady tail from one the swap's compile made.
+/// the requests that did not overlap the hot swap's window (its rename to a second after it
+/// served), to tell a steady tail from one the swap's compile made.
 fn tail(run: &Run) -> String {
-    let p99 = |mut latencies: Vec<Duration>| -> String {
+    let p99 = |mut latencies: Vec<Duration>| {
         latencies.sort();
-        latencies
-            .get((latencies.len() as f64 * 0.99) as usize)
-            .map_or("-".into(), |d| format!("{:.1}", d.as_secs_f64() * 1000.0))
+        format!("{:.1}", percentile_ms(&latencies, 0.99))
     };
     let ok = || run.samples.iter().filter(|s| s.2);
     let tenth = run.elapsed / 10;
