@@ -435,13 +435,19 @@ fn tail(run: &Run) -> String {
     let slices: Vec<String> = (0..10)
         .map(|i| {
             let (from, to) = (tenth * i, tenth * (i + 1));
-            p99(ok().filter(|s| s.0 >= from && s.0 < to).map(|s| s.1).collect())
+            p99(ok()
+                .filter(|s| s.0 >= from && s.0 < to)
+                .map(|s| s.1)
+                .collect())
         })
         .collect();
     let mut line = format!("p99 ms by tenth of the run: {}", slices.join(" "));
     if let Some((from, to)) = run.swap.as_ref().and_then(|s| s.window) {
         let outside = ok().filter(|s| s.0 + s.1 < from || s.0 > to).map(|s| s.1);
-        line += &format!("; outside the swap's window p99 {} ms", p99(outside.collect()));
+        line += &format!(
+            "; outside the swap's window p99 {} ms",
+            p99(outside.collect())
+        );
     }
     line
 }
