@@ -343,8 +343,9 @@ const fn default_plugin_dir() -> &'static str {
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    // Before anything touches SQLite (the runtime's workers are idle until `main` spawns).
-    pixgw::store::sqlite_memory_statistics_off();
+    // SAFETY: nothing has touched SQLite yet; the runtime's workers are idle until `main`
+    // spawns work.
+    unsafe { pixgw::store::sqlite_memory_statistics_off() };
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_env("PIXGW_LOG")

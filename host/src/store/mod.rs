@@ -291,12 +291,15 @@ pub fn install_drivers() {
 
 /// Turns SQLite's memory statistics off for the process. On (the bundled library's default),
 /// every allocation SQLite makes takes one global mutex, shared by the writer and every read
-/// connection, to keep counters the gateway never reads. It must run before SQLite's first use in
-/// the process, with no other thread using SQLite: the binary calls it first thing. Later calls
-/// change nothing (SQLite refuses them once initialised), which is why the result is ignored.
-pub fn sqlite_memory_statistics_off() {
-    // SAFETY: `sqlite3_config` takes the option and its one `int` argument; it is unsafe only
-    // when another thread uses SQLite meanwhile, which the caller rules out.
+/// connection, to keep counters the gateway never reads. Once SQLite is initialised it refuses
+/// the change and nothing happens, which is why the result is ignored.
+///
+/// # Safety
+///
+/// No other thread may use SQLite while this runs (`sqlite3_config` is not thread-safe): the
+/// binary calls it first thing in `main`, before it spawns anything.
+pub unsafe fn sqlite_memory_statistics_off() {
+    // SAFETY: the option takes one `int` argument; the caller rules out concurrent SQLite use.
     unsafe {
         rusqlite::ffi::sqlite3_config(rusqlite::ffi::SQLITE_CONFIG_MEMSTATUS, 0 as std::ffi::c_int);
     }
