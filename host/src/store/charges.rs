@@ -376,7 +376,18 @@ impl Store {
         emit: Option<&(dyn Fn(&ChargeRecord) -> EventRecord + Sync)>,
     ) -> Result<Option<ChargeRecord>, StoreError> {
         let mut tx = self.pool().begin().await?;
-        let moved = transition_on(&mut tx, self.backend, id, from, to, update, None, emit).await?;
+        let (moved, _) = transition_on(
+            &mut tx,
+            self.backend,
+            id,
+            from,
+            to,
+            update,
+            None,
+            emit,
+            None,
+        )
+        .await?;
         if moved.is_some() {
             tx.commit().await?;
         } else {
@@ -407,7 +418,7 @@ impl Store {
                     let emit = emit
                         .as_deref()
                         .map(|f| f as &(dyn Fn(&ChargeRecord) -> EventRecord + Sync));
-                    let moved = transition_on(
+                    transition_on(
                         conn,
                         backend,
                         &id,
@@ -416,19 +427,9 @@ impl Store {
                         &update,
                         attempt.as_ref(),
                         emit,
+                        answer.as_ref(),
                     )
-                    .await?;
-                    let body = match (&moved, &answer) {
-                        (Some(charge), Some(answer)) => match (answer.render)(charge) {
-                            Some(body) => {
-                                answer.key.store_created_on(conn, &body).await?;
-                                Some(body)
-                            }
-                            None => None,
-                        },
-                        _ => None,
-                    };
-                    Ok((moved, body))
+                    .await
                 })
             })
             .await?;
@@ -704,8 +705,10 @@ pub struct AnswerWith {
 pub type Render = std::sync::Arc<dyn Fn(&ChargeRecord) -> Option<String> + Send + Sync>;
 
 /// Moves a charge inside the caller's transaction, with the PSP `attempt` that led to the move
-/// recorded first (whether or not the charge moves); see [`Store::transition_charge`]. On
-/// PostgreSQL the attempt's insert rides in the move's `WITH`: one round trip fewer.
+/// recorded first (whether or not the charge moves), and the moved charge stored as `answer`'s
+/// key's answer, which it returns; see [`Store::transition_charge`]. On PostgreSQL the
+/// attempt's insert rides in the move's `WITH`, and the answer in the event's statement
+/// ([`super::events::insert_event`]): a round trip fewer each.
 #[allow(clippy::too_many_arguments)]
 async fn transition_on(
     conn: &mut sqlx::AnyConnection,
@@ -716,7 +719,8 @@ async fn transition_on(
     update: &PspUpdate,
     attempt: Option<&super::routing::AttemptRecord>,
     emit: Option<&(dyn Fn(&ChargeRecord) -> EventRecord + Sync)>,
-) -> Result<Option<ChargeRecord>, StoreError> {
+    answer: Option<&AnswerWith>,
+) -> Result<(Option<ChargeRecord>, Option<String>), StoreError> {
     let from_list = from
         .iter()
         .map(|s| format!("'{}'", s.as_str()))
@@ -765,11 +769,19 @@ async fn transition_on(
     };
     let row = query.fetch_optional(&mut *conn).await?;
     let Some(row) = row else {
-        return Ok(None);
+        return Ok((None, None));
     };
     let charge = record_of(&row)?;
-    if let Some(emit) = emit {
-        super::events::insert_event(conn, backend, &emit(&charge)).await?;
+    let body = answer.and_then(|answer| (answer.render)(&charge));
+    let store_answer = answer
+        .zip(body.as_deref())
+        .map(|(answer, body)| answer.key.store_created(body));
+    match (emit, store_answer) {
+        (Some(emit), store_answer) => {
+            super::events::insert_event(conn, backend, &emit(&charge), store_answer).await?
+        }
+        (None, Some(store_answer)) => store_answer.run(conn).await?,
+        (None, None) => {}
     }
-    Ok(Some(charge))
+    Ok((Some(charge), body))
 }

@@ -114,21 +114,20 @@ const DELIVERY_COLUMNS: &str = "id, event_id, endpoint_id, status, attempts, nex
     last_status, last_error, created_at, delivered_at";
 
 /// Writes an event and a pending delivery to each enabled endpoint of its merchant and
-/// environment that subscribes to its type, inside the caller's transaction. The deliveries
-/// are one `INSERT … SELECT` over the endpoints ([`deliveries_for`]); on PostgreSQL the event's
-/// insert rides in its `WITH`, one round trip where the insert, the endpoints' read and an
-/// insert per endpoint took three or more.
+/// environment that subscribes to its type, inside the caller's transaction, and then `rider`.
+/// The deliveries are one `INSERT … SELECT` over the endpoints ([`deliveries_for`]); on
+/// PostgreSQL the event's insert rides in its `WITH`, and the rider's statement is the one
+/// they ride in: one round trip where the insert, the endpoints' read, an insert per endpoint
+/// and the rider took four or more.
 pub(super) async fn insert_event(
     tx: &mut sqlx::AnyConnection,
     backend: super::Backend,
     event: &EventRecord,
+    rider: Option<Rider<'_>>,
 ) -> Result<(), StoreError> {
     let insert =
         format!("INSERT INTO events ({EVENT_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7)");
-    fn bind<'q>(
-        sql: &'q str,
-        event: &'q EventRecord,
-    ) -> sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>> {
+    fn bind<'q>(sql: &'q str, event: &'q EventRecord) -> AnyQuery<'q> {
         sqlx::query(sql)
             .bind(&event.id)
             .bind(&event.merchant_id)
@@ -140,22 +139,64 @@ pub(super) async fn insert_event(
     }
     match backend {
         super::Backend::Postgres => {
+            let returning = "RETURNING id, merchant_id, environment, type, created_at";
+            let deliveries = deliveries_for(backend, "$8", "");
+            let Some(rider) = rider else {
+                let sql = format!("WITH ev AS ({insert} {returning}) {deliveries}");
+                bind(&sql, event)
+                    .bind(delivery_id_prefix())
+                    .execute(&mut *tx)
+                    .await?;
+                return Ok(());
+            };
+            // Every statement in a `WITH` runs, referenced or not, against the same snapshot:
+            // the rider must not read what the event's statements write.
             let sql = format!(
-                "WITH ev AS ({insert} RETURNING id, merchant_id, environment, type, created_at) {}",
-                deliveries_for(backend, "$8", "")
+                "WITH ev AS ({insert} {returning}), delivered AS ({deliveries}) {}",
+                (rider.sql)(9)
             );
-            bind(&sql, event)
-                .bind(delivery_id_prefix())
-                .execute(&mut *tx)
-                .await?;
+            let query = (rider.bind)(bind(&sql, event).bind(delivery_id_prefix()));
+            let changed = query.execute(&mut *tx).await?.rows_affected();
+            (rider.done)(changed);
         }
         // SQLite has no `INSERT` in `WITH` (and no round trips to save).
         super::Backend::Sqlite => {
             bind(&insert, event).execute(&mut *tx).await?;
             insert_deliveries(tx, backend, event, event.created_at, "").await?;
+            if let Some(rider) = rider {
+                rider.run(tx).await?;
+            }
         }
     }
     Ok(())
+}
+
+/// A query of the `Any` driver, its parameters bound or still to bind.
+pub(super) type AnyQuery<'q> = sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>>;
+
+/// A write that goes with an event's insert in its round trip on PostgreSQL
+/// ([`insert_event`]): a charge's move stores the key's answer this way.
+pub(super) struct Rider<'q> {
+    /// Its SQL, its parameters numbered from the one given.
+    pub sql: fn(usize) -> String,
+    /// Binds its parameters, in order, after the ones bound before them (values it owns: the
+    /// query lives no longer than the statement's SQL).
+    pub bind: Box<dyn for<'a> FnOnce(AnyQuery<'a>) -> AnyQuery<'a> + Send + 'q>,
+    /// Told how many rows it changed.
+    pub done: Box<dyn FnOnce(u64) + Send + 'q>,
+}
+
+impl Rider<'_> {
+    /// Runs it as a statement of its own.
+    pub(super) async fn run(self, conn: &mut sqlx::AnyConnection) -> Result<(), StoreError> {
+        let sql = (self.sql)(1);
+        let changed = (self.bind)(sqlx::query(&sql))
+            .execute(conn)
+            .await?
+            .rows_affected();
+        (self.done)(changed);
+        Ok(())
+    }
 }
 
 /// Inserts a pending delivery of `event` (written already), due and created `at`, to each

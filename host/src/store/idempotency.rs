@@ -12,6 +12,7 @@
 
 use sqlx::Row;
 
+use super::events::{AnyQuery, Rider};
 use super::{Durability, Store, StoreError, now_ms};
 use crate::domain::Environment;
 
@@ -91,13 +92,15 @@ impl Store {
         body: &str,
         expires_at: i64,
     ) -> Result<(), StoreError> {
-        let (merchant, environment, key) = (
-            scope.merchant_id.to_owned(),
-            scope.environment,
-            scope.key.to_owned(),
-        );
-        let (lock, body) = (lock.to_owned(), body.to_owned());
-        let unit = store_answer((merchant, environment, key), lock, status, body, expires_at);
+        let unit = store_answer(StoredAnswer {
+            merchant_id: scope.merchant_id.to_owned(),
+            environment: scope.environment,
+            key: scope.key.to_owned(),
+            lock: lock.to_owned(),
+            status,
+            body: body.to_owned(),
+            expires_at,
+        });
         if (200..300).contains(&status) {
             self.write_behind(
                 Durability::Deferred,
@@ -239,18 +242,23 @@ impl HeldKey {
         self.answer.lock().take()
     }
 
-    /// Stores `body` as the key's 201 answer on `conn`, inside the caller's transaction.
-    pub(super) async fn store_created_on(
-        &self,
-        conn: &mut sqlx::AnyConnection,
-        body: &str,
-    ) -> Result<(), StoreError> {
-        let scope = KeyScope {
-            merchant_id: &self.merchant_id,
+    /// The write storing `body` as the key's 201 answer, to run inside the transaction of the
+    /// move it reports (with the move's event, on PostgreSQL: [`Rider`]).
+    pub(super) fn store_created<'q>(&'q self, body: &'q str) -> Rider<'q> {
+        let answer = StoredAnswer {
+            merchant_id: self.merchant_id.clone(),
             environment: self.environment,
-            key: &self.key,
+            key: self.key.clone(),
+            lock: self.lock.clone(),
+            status: 201,
+            body: body.to_owned(),
+            expires_at: self.expires_at,
         };
-        answer_on(conn, scope, &self.lock, 201, body, self.expires_at).await
+        Rider {
+            sql: answer_sql,
+            bind: Box::new(move |query| answer.bind(query)),
+            done: Box::new(|changed| answered(&self.key, changed)),
+        }
     }
 
     /// Records that the write storing `body` committed.
@@ -372,53 +380,64 @@ async fn claim_on(
 }
 
 /// The write of [`Store::complete_idempotency_key`].
-fn store_answer(
-    (merchant, environment, key): (String, Environment, String),
+fn store_answer(answer: StoredAnswer) -> impl super::WriteUnit<()> {
+    move |conn| Box::pin(async move { answer_on(conn, answer).await })
+}
+
+/// Stores the answer of the request holding its key's lock, on `conn`.
+async fn answer_on(conn: &mut sqlx::AnyConnection, answer: StoredAnswer) -> Result<(), StoreError> {
+    let sql = answer_sql(1);
+    let key = answer.key.clone();
+    let changed = answer.bind(sqlx::query(&sql)).execute(&mut *conn).await?;
+    answered(&key, changed.rows_affected());
+    Ok(())
+}
+
+/// The statement storing a held key's answer, its parameters numbered from `$first`
+/// ([`StoredAnswer::bind`] binds them).
+fn answer_sql(first: usize) -> String {
+    let [status, body, expires_at, merchant, environment, key, lock] =
+        std::array::from_fn(|i| format!("${}", first + i));
+    format!(
+        "UPDATE idempotency_keys SET response_status = {status}, response_body = {body}, \
+         expires_at = CASE WHEN expires_at > {expires_at} THEN expires_at ELSE {expires_at} END \
+         WHERE merchant_id = {merchant} AND environment = {environment} AND key = {key} \
+           AND lock_owner = {lock} AND response_status IS NULL"
+    )
+}
+
+/// An answer to store for the request holding `lock` on its key.
+#[derive(Clone)]
+struct StoredAnswer {
+    merchant_id: String,
+    environment: Environment,
+    key: String,
     lock: String,
     status: u16,
     body: String,
+    /// The key is kept until then at least.
     expires_at: i64,
-) -> impl super::WriteUnit<()> {
-    move |conn| {
-        Box::pin(async move {
-            let scope = KeyScope {
-                merchant_id: &merchant,
-                environment,
-                key: &key,
-            };
-            answer_on(conn, scope, &lock, status, &body, expires_at).await
-        })
+}
+
+impl StoredAnswer {
+    /// Binds [`answer_sql`]'s parameters, in order.
+    fn bind(self, query: AnyQuery<'_>) -> AnyQuery<'_> {
+        query
+            .bind(i64::from(self.status))
+            .bind(self.body)
+            .bind(self.expires_at)
+            .bind(self.merchant_id)
+            .bind(self.environment.as_str())
+            .bind(self.key)
+            .bind(self.lock)
     }
 }
 
-/// Stores the answer of the request holding `lock` on `scope`, on `conn`.
-async fn answer_on(
-    conn: &mut sqlx::AnyConnection,
-    scope: KeyScope<'_>,
-    lock: &str,
-    status: u16,
-    body: &str,
-    expires_at: i64,
-) -> Result<(), StoreError> {
-    let done = sqlx::query(
-        "UPDATE idempotency_keys SET response_status = $1, response_body = $2, \
-         expires_at = CASE WHEN expires_at > $3 THEN expires_at ELSE $3 END \
-         WHERE merchant_id = $4 AND environment = $5 AND key = $6 AND lock_owner = $7 \
-           AND response_status IS NULL",
-    )
-    .bind(i64::from(status))
-    .bind(body)
-    .bind(expires_at)
-    .bind(scope.merchant_id)
-    .bind(scope.environment.as_str())
-    .bind(scope.key)
-    .bind(lock)
-    .execute(&mut *conn)
-    .await?;
-    if done.rows_affected() != 1 {
+/// What storing a key's answer changed: its one row, or nothing.
+fn answered(key: &str, changed: u64) {
+    if changed != 1 {
         // Cannot happen while the request's heartbeat held the lock; if the database lost it
         // anyway, the request that took it over owns the answer.
-        tracing::warn!(key = %scope.key, "an idempotency key's answer was not stored: its lock had passed to a retry");
+        tracing::warn!(key = %key, "an idempotency key's answer was not stored: its lock had passed to a retry");
     }
-    Ok(())
 }

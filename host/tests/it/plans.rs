@@ -10,7 +10,7 @@ use crate::common;
 use common::gateway::{
     Backend, Gateway, GatewayOptions, TestDb, cli, cli_output, create_merchant_on,
 };
-use common::records::{charge, credential, events_of, store_on};
+use common::records::{charge, credential, endpoint, events_of, store_on};
 use common::start_sim;
 use pixgw::domain::Environment;
 use pixgw::plans::{LimitReached, PlanId, Resource};
@@ -674,37 +674,6 @@ async fn notification(store: &Store, credential: &CredentialRecord, processed: b
     id
 }
 
-/// An enabled endpoint of the credential's merchant and environment.
-async fn endpoint(store: &Store, credential: &CredentialRecord) -> String {
-    let now = now_ms();
-    let id = format!("we_{}", uuid::Uuid::now_v7().simple());
-    store
-        .insert_webhook_endpoint(
-            &pixgw::store::webhook_endpoints::EndpointRecord {
-                id: id.clone(),
-                merchant_id: credential.merchant_id.clone(),
-                environment: credential.environment,
-                url: "https://loja.example/hooks".into(),
-                description: None,
-                events: vec!["charge.paid".into()],
-                secret_sealed: String::new(),
-                previous_secret_sealed: None,
-                previous_expires_at: None,
-                status: "enabled".into(),
-                disabled_reason: None,
-                failing_since: None,
-                created_at: now,
-                updated_at: now,
-                version: 1,
-            },
-            50,
-        )
-        .await
-        .unwrap()
-        .unwrap();
-    id
-}
-
 /// Delivers every due delivery of `event_id` (as the worker would, answered 200).
 async fn deliver(store: &Store, event_id: &str) {
     // A lease of 0 ms: the rows of other events claimed here are free again at once.
@@ -750,8 +719,8 @@ async fn logs_are_kept_for_the_plans_days_and_what_is_needed_stays(backend: Back
         .unwrap();
     let free_cred = credential(&store, &free.id, Environment::Test).await;
     let big_cred = credential(&store, &big.id, Environment::Test).await;
-    endpoint(&store, &free_cred).await;
-    endpoint(&store, &big_cred).await;
+    endpoint(&store, &free_cred, &["charge.paid"]).await;
+    endpoint(&store, &big_cred, &["charge.paid"]).await;
 
     // Free: a delivered event, a processed notification, a PSP attempt; and what is still
     // needed: an unprocessed notification, an event whose delivery is pending, the attempt of

@@ -95,3 +95,34 @@ pub async fn events_of(store: &Store, charge: &ChargeRecord) -> Vec<EventRecord>
         .await
         .unwrap()
 }
+
+/// An enabled endpoint of the credential's merchant and environment, subscribed to `events`.
+pub async fn endpoint(store: &Store, credential: &CredentialRecord, events: &[&str]) -> String {
+    let now = now_ms();
+    let id = format!("we_{}", uuid::Uuid::now_v7().simple());
+    store
+        .insert_webhook_endpoint(
+            &pixgw::store::webhook_endpoints::EndpointRecord {
+                id: id.clone(),
+                merchant_id: credential.merchant_id.clone(),
+                environment: credential.environment,
+                url: "https://loja.example/hooks".into(),
+                description: None,
+                events: events.iter().map(|e| e.to_string()).collect(),
+                secret_sealed: String::new(),
+                previous_secret_sealed: None,
+                previous_expires_at: None,
+                status: "enabled".into(),
+                disabled_reason: None,
+                failing_since: None,
+                created_at: now,
+                updated_at: now,
+                version: 1,
+            },
+            50,
+        )
+        .await
+        .unwrap()
+        .unwrap();
+    id
+}
