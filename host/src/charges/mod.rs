@@ -684,6 +684,9 @@ impl Service {
                 attempt,
                 answer,
                 Durability::Deferred,
+                // The row this request wrote (or resumed): on PostgreSQL the move, its event
+                // and its answer are then one statement.
+                Some(charge),
             )
             .await?;
         match stored {
@@ -803,6 +806,7 @@ impl Service {
             None,
             None,
             Durability::Durable,
+            None,
         )
         .await
     }
@@ -820,6 +824,7 @@ impl Service {
         attempt: Option<crate::store::routing::AttemptRecord>,
         answer: Option<AnswerWith>,
         durability: Durability,
+        known: Option<&ChargeRecord>,
     ) -> Result<Option<ChargeRecord>, StoreError> {
         update.next_check_at = if to.is_final() {
             Some(None)
@@ -852,6 +857,7 @@ impl Service {
                 emit,
                 answer,
                 durability,
+                known.cloned(),
             )
             .await?;
         if let Some(charge) = &moved {

@@ -128,14 +128,7 @@ pub(super) async fn insert_event(
     let insert =
         format!("INSERT INTO events ({EVENT_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7)");
     fn bind<'q>(sql: &'q str, event: &'q EventRecord) -> AnyQuery<'q> {
-        sqlx::query(sql)
-            .bind(&event.id)
-            .bind(&event.merchant_id)
-            .bind(event.environment.as_str())
-            .bind(&event.kind)
-            .bind(&event.charge_id)
-            .bind(event.payload.to_string())
-            .bind(event.created_at)
+        bind_columns(sqlx::query(sql), event)
     }
     match backend {
         super::Backend::Postgres => {
@@ -171,13 +164,50 @@ pub(super) async fn insert_event(
     Ok(())
 }
 
+/// Binds an event's columns, in [`EVENT_COLUMNS`]' order.
+fn bind_columns<'q>(query: AnyQuery<'q>, event: &'q EventRecord) -> AnyQuery<'q> {
+    query
+        .bind(&event.id)
+        .bind(&event.merchant_id)
+        .bind(event.environment.as_str())
+        .bind(&event.kind)
+        .bind(&event.charge_id)
+        .bind(event.payload.to_string())
+        .bind(event.created_at)
+}
+
+/// How many parameters [`event_with`] takes ([`bind_event`] binds them).
+pub(super) const EVENT_PARAMETERS: usize = 8;
+
+/// An event's insert and its deliveries as two `WITH` entries (`ev`, `delivered`) of a
+/// PostgreSQL statement, the event written only if the `WITH` entry `when` has a row; its
+/// parameters numbered from `$first`.
+pub(super) fn event_with(first: usize, when: &str) -> String {
+    let values = (first..first + 7)
+        .map(|n| format!("${n}"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    format!(
+        "ev AS (INSERT INTO events ({EVENT_COLUMNS}) SELECT {values} FROM {when} \
+                RETURNING id, merchant_id, environment, type, created_at), \
+         delivered AS ({})",
+        deliveries_for(super::Backend::Postgres, &format!("${}", first + 7), "")
+    )
+}
+
+/// Binds [`event_with`]'s parameters for `event`.
+pub(super) fn bind_event<'q>(query: AnyQuery<'q>, event: &'q EventRecord) -> AnyQuery<'q> {
+    bind_columns(query, event).bind(delivery_id_prefix())
+}
+
 /// A query of the `Any` driver, its parameters bound or still to bind.
 pub(super) type AnyQuery<'q> = sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>>;
 
 /// A write that goes with an event's insert in its round trip on PostgreSQL
 /// ([`insert_event`]): a charge's move stores the key's answer this way.
 pub(super) struct Rider<'q> {
-    /// Its SQL, its parameters numbered from the one given.
+    /// Its SQL, its parameters numbered from the one given; it ends in its `WHERE` clause, so
+    /// a statement can add a condition with `AND`.
     pub sql: fn(usize) -> String,
     /// Binds its parameters, in order, after the ones bound before them (values it owns: the
     /// query lives no longer than the statement's SQL).

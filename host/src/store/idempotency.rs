@@ -244,7 +244,7 @@ impl HeldKey {
 
     /// The write storing `body` as the key's 201 answer, to run inside the transaction of the
     /// move it reports (with the move's event, on PostgreSQL: [`Rider`]).
-    pub(super) fn store_created<'q>(&'q self, body: &'q str) -> Rider<'q> {
+    pub(super) fn store_created<'q>(&'q self, body: &str) -> Rider<'q> {
         let answer = StoredAnswer {
             merchant_id: self.merchant_id.clone(),
             environment: self.environment,

@@ -92,6 +92,9 @@ pub(crate) async fn insert_attempt(
 
 /// The insert of one try, its values bound by [`bind_attempt`] as `$first` and on (after a
 /// statement's own, when it rides in that statement's `WITH`).
+/// How many parameters [`insert_attempt_sql`] takes ([`bind_attempt`] binds them).
+pub(super) const ATTEMPT_PARAMETERS: usize = 6;
+
 pub(super) fn insert_attempt_sql(first: usize) -> String {
     let p = |n: usize| format!("${}", first + n);
     format!(

@@ -504,6 +504,7 @@ async fn a_move_writes_its_event_to_the_subscribed_endpoints(backend: Backend) {
             Some(emit(kind)),
             None,
             Durability::Deferred,
+            None,
         )
     };
     let moved = mv(

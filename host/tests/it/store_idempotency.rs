@@ -1,12 +1,14 @@
 //! An idempotency key's answer stored by the write that makes it: a created charge's move out
 //! of `creating` stores the key's 201 answer in its own transaction ([`HeldKey`]), and only
-//! when the move happened and the lock is still the request's. Both backends.
+//! when the move happened and the lock is still the request's; and a move of a charge the
+//! caller knows, which PostgreSQL makes in one statement. Both backends.
 
 use std::sync::Arc;
 
 use pixgw::domain::Environment;
 use pixgw::store::charges::{AnswerWith, ChargeRecord, ChargeState, PspUpdate};
 use pixgw::store::idempotency::{Claim, HeldKey, KeyScope};
+use pixgw::store::routing::AttemptRecord;
 use pixgw::store::{Durability, Store, now_ms};
 
 use crate::both_backends;
@@ -80,6 +82,7 @@ async fn move_to_pending(
             emit,
             Some(answer(key)),
             Durability::Deferred,
+            None,
         )
         .await
         .unwrap()
@@ -195,3 +198,146 @@ async fn a_created_charges_move_stores_its_answer(backend: Backend) {
     );
 }
 both_backends!(a_created_charges_move_stores_its_answer);
+
+/// Moves `charge` to `pending` as the charge path does, with the caller's `known` copy of it:
+/// the PSP's answer, the attempt that brought it, a `charge.created` event and `key`'s answer.
+async fn finish(
+    store: &Store,
+    charge: &ChargeRecord,
+    key: &Arc<HeldKey>,
+    known: ChargeRecord,
+) -> Option<ChargeRecord> {
+    let update = PspUpdate {
+        psp_id: Some(format!("psp-{}", charge.id)),
+        copy_paste: Some("00020101021226830014br.gov.bcb.pix".into()),
+        qr_png_base64: Some("iVBORw0KGgo=".into()),
+        expires_at: Some(charge.created_at + HOUR_MS),
+        next_check_at: Some(Some(charge.created_at + 60_000)),
+        ..PspUpdate::default()
+    };
+    let attempt = AttemptRecord {
+        reference: charge.reference.clone(),
+        credential_id: charge.credential_id.clone(),
+        provider: charge.provider.clone(),
+        outcome: "created",
+        message: None,
+    };
+    store
+        .transition_charge_with(
+            charge.id.clone(),
+            vec![ChargeState::Creating],
+            ChargeState::Pending,
+            update,
+            Some(attempt),
+            Some(Arc::new(|c: &ChargeRecord| {
+                pixgw::webhooks::event_for(c, "charge.created")
+            })),
+            Some(answer(key)),
+            Durability::Deferred,
+            Some(known),
+        )
+        .await
+        .unwrap()
+}
+
+async fn a_known_charges_move_writes_what_is_stored(backend: Backend) {
+    let (_db, store) = store_on(backend).await;
+    let merchant = store
+        .create_merchant("Loja", pixgw::plans::PlanId::Free)
+        .await
+        .unwrap();
+    let credential = credential(&store, &merchant.id, Environment::Test).await;
+    endpoint(&store, &credential, &["charge.created"]).await;
+    let held_key = |key: &str| {
+        let (store, merchant_id, key) = (store.clone(), merchant.id.clone(), key.to_owned());
+        async move {
+            let lock = lock_of(claim(&store, &merchant_id, &key, HOUR_MS).await);
+            HeldKey::new(scope(&merchant_id, &key), &lock, now_ms() + HOUR_MS)
+        }
+    };
+    // What was moved is what is stored, and the event and the answer say the same.
+    let check = async |moved: &ChargeRecord, key: &str| {
+        let stored = store
+            .charge(&moved.merchant_id, moved.environment, &moved.id)
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(&stored, moved);
+        let events = events_of(&store, moved).await;
+        assert_eq!(events.len(), 1);
+        assert_eq!(
+            events[0].payload["data"],
+            pixgw::webhooks::event_for(&stored, "charge.created").payload["data"]
+        );
+        assert_eq!(
+            events_and_deliveries(&store, moved).await,
+            [("charge.created".to_owned(), 1)]
+        );
+        assert_eq!(
+            claim(&store, &merchant.id, key, HOUR_MS).await,
+            Claim::Replay {
+                status: 201,
+                body: format!("{} pending", moved.id)
+            }
+        );
+    };
+
+    // The charge as written: moved as the PSP answered, the attempt recorded once.
+    let written = charge(&credential, now_ms());
+    assert_eq!(
+        store.insert_creating_charge(&written).await.unwrap(),
+        Ok(true)
+    );
+    let key = held_key("known").await;
+    let moved = finish(&store, &written, &key, written.clone())
+        .await
+        .unwrap();
+    assert_eq!(moved.status, ChargeState::Pending);
+    assert_eq!(moved.psp_id, Some(format!("psp-{}", written.id)));
+    assert_eq!(moved.qr_png_base64.as_deref(), Some("iVBORw0KGgo="));
+    assert_eq!(moved.description, written.description);
+    check(&moved, "known").await;
+    let attempts = store
+        .charge_attempts(written.reference.as_str())
+        .await
+        .unwrap();
+    assert_eq!(attempts.len(), 1);
+
+    // A copy that is no longer the stored row (here: another description): the move is made
+    // from the row as stored, and the attempt is still recorded once.
+    let other = charge(&credential, now_ms());
+    assert_eq!(
+        store.insert_creating_charge(&other).await.unwrap(),
+        Ok(true)
+    );
+    let mut stale = other.clone();
+    stale.description = Some("not what is stored".into());
+    let key = held_key("stale").await;
+    let moved = finish(&store, &other, &key, stale).await.unwrap();
+    assert_eq!(moved.description, other.description);
+    check(&moved, "stale").await;
+    let attempts = store
+        .charge_attempts(other.reference.as_str())
+        .await
+        .unwrap();
+    assert_eq!(attempts.len(), 1);
+
+    // Moved already: nothing moves, no second event; the attempt is recorded, as every try is.
+    let key = held_key("again").await;
+    assert!(
+        finish(&store, &written, &key, written.clone())
+            .await
+            .is_none()
+    );
+    assert_eq!(events_of(&store, &written).await.len(), 1);
+    assert_eq!(
+        claim(&store, &merchant.id, "again", HOUR_MS).await,
+        Claim::InProgress
+    );
+    let attempts = store
+        .charge_attempts(written.reference.as_str())
+        .await
+        .unwrap();
+    assert_eq!(attempts.len(), 2);
+}
+both_backends!(a_known_charges_move_writes_what_is_stored);
