@@ -376,18 +376,15 @@ impl Store {
         emit: Option<&(dyn Fn(&ChargeRecord) -> EventRecord + Sync)>,
     ) -> Result<Option<ChargeRecord>, StoreError> {
         let mut tx = self.pool().begin().await?;
-        let (moved, _) = transition_on(
-            &mut tx,
-            self.backend,
-            id,
+        let asked = Move {
             from,
             to,
             update,
-            None,
+            attempt: None,
             emit,
-            None,
-        )
-        .await?;
+            answer: None,
+        };
+        let (moved, _) = transition_on(&mut tx, self.backend, id, &asked).await?;
         if moved.is_some() {
             tx.commit().await?;
         } else {
@@ -407,7 +404,7 @@ impl Store {
         from: Vec<ChargeState>,
         to: ChargeState,
         update: PspUpdate,
-        mut attempt: Option<super::routing::AttemptRecord>,
+        attempt: Option<super::routing::AttemptRecord>,
         emit: Option<super::events::Emit>,
         answer: Option<AnswerWith>,
         durability: super::Durability,
@@ -415,68 +412,46 @@ impl Store {
     ) -> Result<Option<ChargeRecord>, StoreError> {
         let key = answer.as_ref().map(|a| a.key.clone());
         let backend = self.backend;
+        let mut asked = MoveOf {
+            from,
+            to,
+            update,
+            attempt,
+            emit,
+            answer,
+        };
+        let mut fused = None;
         if let (super::Backend::Postgres, Some(known)) = (backend, known.filter(|k| k.id == id)) {
-            let (from, update, attempt, emit, answer) = (
-                from.clone(),
-                update.clone(),
-                attempt.take(),
-                emit.clone(),
-                answer.clone(),
-            );
-            let fused = self
+            // The attempt is written by the statement, moved or not.
+            let asked = MoveOf {
+                attempt: asked.attempt.take(),
+                ..asked.clone()
+            };
+            fused = self
                 // Durable, whatever was asked: on the main pool's sessions. The deferred pool's
                 // four connections, taking a statement of every charge, held the load back
                 // (`cargo xtask load --compare`: 205–234 charges a second against 233–263);
                 // here, with one commit waiting for the WAL's flush, 177–215 against 168–203.
                 .write_autocommit(super::Durability::Durable, move |conn| {
                     Box::pin(async move {
-                        let emit = emit
-                            .as_deref()
-                            .map(|f| f as &(dyn Fn(&ChargeRecord) -> EventRecord + Sync));
-                        transition_fused(
-                            conn,
-                            &known,
-                            &from,
-                            to,
-                            &update,
-                            attempt.as_ref(),
-                            emit,
-                            answer.as_ref(),
-                        )
-                        .await
+                        let moved = transition_fused(conn, &known, &asked.as_move()).await?;
+                        Ok(moved.map(|(moved, body)| (Some(moved), body)))
                     })
                 })
                 .await?;
-            if let Some((moved, body)) = fused {
-                if let (Some(key), Some(body)) = (key, body) {
-                    key.stored(body);
-                }
-                return Ok(Some(moved));
-            }
-            // Not moved (the attempt is written): the transaction below decides from the row
-            // as stored.
+            // `None`: not moved; the transaction below decides from the row as stored.
         }
-        let (moved, body) = self
-            .write_with(durability, move |conn| {
-                Box::pin(async move {
-                    let emit = emit
-                        .as_deref()
-                        .map(|f| f as &(dyn Fn(&ChargeRecord) -> EventRecord + Sync));
-                    transition_on(
-                        conn,
-                        backend,
-                        &id,
-                        &from,
-                        to,
-                        &update,
-                        attempt.as_ref(),
-                        emit,
-                        answer.as_ref(),
+        let (moved, body) = match fused {
+            Some(moved) => moved,
+            None => {
+                self.write_with(durability, move |conn| {
+                    Box::pin(
+                        async move { transition_on(conn, backend, &id, &asked.as_move()).await },
                     )
-                    .await
                 })
-            })
-            .await?;
+                .await?
+            }
+        };
         // Known only now that the write committed (a unit may run twice, should its group
         // roll back).
         if let (Some(key), Some(body)) = (key, body) {
@@ -752,6 +727,46 @@ pub struct AnswerWith {
 /// Renders a moved charge as an answer's body.
 pub type Render = std::sync::Arc<dyn Fn(&ChargeRecord) -> Option<String> + Send + Sync>;
 
+/// A move as a caller asks it: a charge in a state of `from` to `to` with what the PSP
+/// reported, recording the PSP `attempt` that led to it (whether or not the charge moves),
+/// reported by `emit`'s event and stored as `answer`'s key's answer.
+#[derive(Clone, Copy)]
+struct Move<'a> {
+    from: &'a [ChargeState],
+    to: ChargeState,
+    update: &'a PspUpdate,
+    attempt: Option<&'a super::routing::AttemptRecord>,
+    emit: Option<&'a (dyn Fn(&ChargeRecord) -> EventRecord + Sync)>,
+    answer: Option<&'a AnswerWith>,
+}
+
+/// A [`Move`] owning its parts, for a write unit to hold.
+#[derive(Clone)]
+struct MoveOf {
+    from: Vec<ChargeState>,
+    to: ChargeState,
+    update: PspUpdate,
+    attempt: Option<super::routing::AttemptRecord>,
+    emit: Option<super::events::Emit>,
+    answer: Option<AnswerWith>,
+}
+
+impl MoveOf {
+    fn as_move(&self) -> Move<'_> {
+        Move {
+            from: &self.from,
+            to: self.to,
+            update: &self.update,
+            attempt: self.attempt.as_ref(),
+            emit: self
+                .emit
+                .as_deref()
+                .map(|f| f as &(dyn Fn(&ChargeRecord) -> EventRecord + Sync)),
+            answer: self.answer.as_ref(),
+        }
+    }
+}
+
 /// A charge's move: its `UPDATE` (parameters $1 to $13, [`bind_move`]) of a charge in a state
 /// of `from`, ending in its `WHERE` clause. [`moved_by`] says the same in Rust.
 fn move_sql(from: &[ChargeState]) -> String {
@@ -801,18 +816,20 @@ fn bind_move<'q>(
 /// key's answer, which it returns; see [`Store::transition_charge`]. On PostgreSQL the
 /// attempt's insert rides in the move's `WITH`, and the answer in the event's statement
 /// ([`super::events::insert_event`]): a round trip fewer each.
-#[allow(clippy::too_many_arguments)]
 async fn transition_on(
     conn: &mut sqlx::AnyConnection,
     backend: super::Backend,
     id: &str,
-    from: &[ChargeState],
-    to: ChargeState,
-    update: &PspUpdate,
-    attempt: Option<&super::routing::AttemptRecord>,
-    emit: Option<&(dyn Fn(&ChargeRecord) -> EventRecord + Sync)>,
-    answer: Option<&AnswerWith>,
+    asked: &Move<'_>,
 ) -> Result<(Option<ChargeRecord>, Option<String>), StoreError> {
+    let Move {
+        from,
+        to,
+        update,
+        attempt,
+        emit,
+        answer,
+    } = *asked;
     // SQLite has no `INSERT` in `WITH`: the attempt is a statement of its own, first.
     if let (Some(attempt), super::Backend::Sqlite) = (attempt, backend) {
         super::routing::insert_attempt(conn, attempt).await?;
@@ -882,20 +899,17 @@ fn moved_by(known: &ChargeRecord, to: ChargeState, update: &PspUpdate, now: i64)
 /// exactly `known` (every column compared): what was rendered is then what was stored.
 /// `None` when it is not, or the charge is no longer in `from`: nothing was moved and only the
 /// attempt was written; [`transition_on`] then decides from the stored row.
-#[allow(clippy::too_many_arguments)]
 async fn transition_fused(
     conn: &mut sqlx::AnyConnection,
     known: &ChargeRecord,
-    from: &[ChargeState],
-    to: ChargeState,
-    update: &PspUpdate,
-    attempt: Option<&super::routing::AttemptRecord>,
-    emit: Option<&(dyn Fn(&ChargeRecord) -> EventRecord + Sync)>,
-    answer: Option<&AnswerWith>,
+    asked: &Move<'_>,
 ) -> Result<Option<(ChargeRecord, Option<String>)>, StoreError> {
+    let Move {
+        to, update, answer, ..
+    } = *asked;
     let now = super::now_ms();
     let moved = moved_by(known, to, update, now);
-    let event = emit.map(|emit| emit(&moved));
+    let event = asked.emit.map(|emit| emit(&moved));
     let body = answer.and_then(|answer| (answer.render)(&moved));
     let store_answer = answer
         .zip(body.as_deref())
@@ -909,7 +923,7 @@ async fn transition_fused(
         .join(", ");
     let mut next = 14 + columns;
     let mut with = Vec::new();
-    if attempt.is_some() {
+    if asked.attempt.is_some() {
         with.push(format!(
             "attempt AS ({})",
             super::routing::insert_attempt_sql(next)
@@ -918,7 +932,7 @@ async fn transition_fused(
     }
     with.push(format!(
         "moved AS ({} AND ({COLUMNS}) IS NOT DISTINCT FROM ({known_values}) RETURNING {COLUMNS})",
-        move_sql(from)
+        move_sql(asked.from)
     ));
     if event.is_some() {
         with.push(super::events::event_with(next, "moved"));
@@ -943,7 +957,7 @@ async fn transition_fused(
         bind_move(sqlx::query(&sql), &known.id, update, to, now),
         known,
     );
-    if let Some(attempt) = attempt {
+    if let Some(attempt) = asked.attempt {
         query = super::routing::bind_attempt(query, attempt);
     }
     if let Some(event) = &event {

@@ -527,10 +527,20 @@ async fn retries_then_410_disables(backend: Backend) {
         )
         .await;
     let event_id = events["data"][0]["id"].as_str().unwrap();
-    let (_, detail) = shop
-        .gw
-        .get(&format!("/v1/events/{event_id}"), &shop.key)
-        .await;
+    // The receiver has the third delivery before the gateway records its answer (recorded
+    // behind the delivery): read the event once it is no longer pending.
+    let detail = poll(
+        Duration::from_secs(10),
+        "the third attempt to be recorded",
+        async || {
+            let (_, detail) = shop
+                .gw
+                .get(&format!("/v1/events/{event_id}"), &shop.key)
+                .await;
+            (detail["deliveries"][0]["status"] != "pending").then_some(detail)
+        },
+    )
+    .await;
     let codes: Vec<i64> = detail["deliveries"][0]["attempts"]
         .as_array()
         .unwrap()

@@ -7,12 +7,14 @@ use std::sync::Arc;
 
 use pixgw::domain::Environment;
 use pixgw::store::charges::{AnswerWith, ChargeRecord, ChargeState, PspUpdate};
+use pixgw::store::credentials::CredentialRecord;
 use pixgw::store::idempotency::{Claim, HeldKey, KeyScope};
+use pixgw::store::merchants::Merchant;
 use pixgw::store::routing::AttemptRecord;
 use pixgw::store::{Durability, Store, now_ms};
 
 use crate::both_backends;
-use crate::common::gateway::Backend;
+use crate::common::gateway::{Backend, TestDb};
 use crate::common::records::{charge, credential, endpoint, events_of, store_on};
 
 const HOUR_MS: i64 = 3_600_000;
@@ -103,14 +105,21 @@ async fn events_and_deliveries(store: &Store, charge: &ChargeRecord) -> Vec<(Str
     found
 }
 
-async fn a_created_charges_move_stores_its_answer(backend: Backend) {
-    let (_db, store) = store_on(backend).await;
+/// A store with a merchant, its test credential and an endpoint subscribed to
+/// `charge.created`.
+async fn merchant_with_endpoint(backend: Backend) -> (TestDb, Store, Merchant, CredentialRecord) {
+    let (db, store) = store_on(backend).await;
     let merchant = store
         .create_merchant("Loja", pixgw::plans::PlanId::Free)
         .await
         .unwrap();
     let credential = credential(&store, &merchant.id, Environment::Test).await;
     endpoint(&store, &credential, &["charge.created"]).await;
+    (db, store, merchant, credential)
+}
+
+async fn a_created_charges_move_stores_its_answer(backend: Backend) {
+    let (_db, store, merchant, credential) = merchant_with_endpoint(backend).await;
     let created = charge(&credential, now_ms());
     assert_eq!(
         store.insert_creating_charge(&created).await.unwrap(),
@@ -241,13 +250,7 @@ async fn finish(
 }
 
 async fn a_known_charges_move_writes_what_is_stored(backend: Backend) {
-    let (_db, store) = store_on(backend).await;
-    let merchant = store
-        .create_merchant("Loja", pixgw::plans::PlanId::Free)
-        .await
-        .unwrap();
-    let credential = credential(&store, &merchant.id, Environment::Test).await;
-    endpoint(&store, &credential, &["charge.created"]).await;
+    let (_db, store, merchant, credential) = merchant_with_endpoint(backend).await;
     let held_key = |key: &str| {
         let (store, merchant_id, key) = (store.clone(), merchant.id.clone(), key.to_owned());
         async move {
