@@ -668,6 +668,8 @@ impl Service {
         // durable `creating` row holds. Lost in a crash, the charge is still `creating` there,
         // and a retry of the request or the reconciler asks the PSP again and finishes it: one
         // sync per charge instead of two. The key's answer is as deferred as the move it reports.
+        // (On PostgreSQL the move made in one statement commits durably: see
+        // `Store::transition_charge_with`.)
         let answer = key.map(|key| AnswerWith {
             key: key.clone(),
             render: Arc::new(|charge: &ChargeRecord| {
