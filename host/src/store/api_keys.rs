@@ -1,5 +1,6 @@
 //! Merchant API keys: stored as a lookup prefix and a hash, never in clear.
 
+use super::row_cache::{Lookup, Table};
 use super::{Columns, Store, StoreError, now_ms};
 use crate::domain::Environment;
 
@@ -69,16 +70,25 @@ impl Store {
         .execute(&mut *tx)
         .await?;
         tx.commit().await?;
+        // Keys are kept by prefix, with every key of that prefix.
+        self.rows_changed(Table::ApiKeys).await;
         Ok(Ok(record))
     }
 
     /// Keys whose visible prefix is `prefix` (normally one); the caller verifies the hash.
+    /// Kept in memory on PostgreSQL while no change is heard (`row_cache`).
     pub async fn api_keys_by_prefix(&self, prefix: &str) -> Result<Vec<ApiKeyRecord>, StoreError> {
+        let ticket = match self.rows.api_keys(prefix) {
+            Lookup::Kept(keys) => return Ok(keys),
+            Lookup::Read(ticket) => ticket,
+        };
         let rows = sqlx::query(&format!("SELECT {COLUMNS} FROM api_keys WHERE prefix = $1"))
             .bind(prefix)
             .fetch_all(self.reads())
             .await?;
-        rows.iter().map(record_of).collect()
+        let keys = rows.iter().map(record_of).collect::<Result<Vec<_>, _>>()?;
+        self.rows.keep_api_keys(ticket, prefix, &keys);
+        Ok(keys)
     }
 
     /// A merchant's keys, of one environment or both, newest first.
@@ -126,6 +136,9 @@ impl Store {
         .bind(environment.as_str())
         .fetch_optional(self.pool())
         .await?;
+        if row.is_some() {
+            self.rows_changed(Table::ApiKeys).await;
+        }
         row.as_ref().map(record_of).transpose()
     }
 

@@ -12,6 +12,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use serde::{Deserialize, Serialize};
 
+use super::row_cache::{Lookup, Table};
 use super::{Columns, Store, StoreError};
 use crate::domain::{CredentialId, Environment};
 
@@ -170,6 +171,7 @@ impl Store {
         .execute(&mut *tx)
         .await?;
         tx.commit().await?;
+        self.rows_changed(Table::Credentials).await;
         Ok(Ok(()))
     }
 
@@ -205,6 +207,7 @@ impl Store {
                 .bind(json(&c.sealed_fields));
         }
         let done = query.execute(self.pool()).await?;
+        self.rows_changed(Table::Credentials).await;
         Ok(if done.rows_affected() == 1 {
             Saved::Done
         } else {
@@ -226,6 +229,7 @@ impl Store {
         .bind(c.version)
         .execute(self.pool())
         .await?;
+        self.rows_changed(Table::Credentials).await;
         Ok(if done.rows_affected() == 1 {
             Saved::Done
         } else {
@@ -270,12 +274,18 @@ impl Store {
     }
 
     /// The credential a charge for `provider` uses: the first active one in routing order.
+    /// Kept in memory on PostgreSQL while no change is heard (`row_cache`).
     pub async fn active_credential(
         &self,
         merchant_id: &str,
         environment: Environment,
         provider: &str,
     ) -> Result<Option<CredentialRecord>, StoreError> {
+        let slot = (merchant_id.to_owned(), environment, provider.to_owned());
+        let ticket = match self.rows.credential(&slot) {
+            Lookup::Kept(credential) => return Ok(Some(credential)),
+            Lookup::Read(ticket) => ticket,
+        };
         let row = sqlx::query(&format!(
             "SELECT {COLUMNS} FROM credentials \
              WHERE merchant_id = $1 AND environment = $2 AND provider = $3 \
@@ -287,7 +297,11 @@ impl Store {
         .bind(provider)
         .fetch_optional(self.reads())
         .await?;
-        row.as_ref().map(record_of).transpose()
+        let found = row.as_ref().map(record_of).transpose()?;
+        if let Some(credential) = &found {
+            self.rows.keep_credential(ticket, slot, credential);
+        }
+        Ok(found)
     }
 
     /// A credential by id alone, deleted ones included: for charges that name it.
@@ -324,6 +338,7 @@ impl Store {
             .bind(id)
             .execute(self.pool())
             .await?;
+        self.rows_changed(Table::Credentials).await;
         Ok(())
     }
 
@@ -338,6 +353,7 @@ impl Store {
             .bind(id)
             .execute(self.pool())
             .await?;
+        self.rows_changed(Table::Credentials).await;
         Ok(())
     }
 
@@ -393,6 +409,7 @@ impl Store {
             .await?;
         }
         tx.commit().await?;
+        self.rows_changed(Table::Credentials).await;
         Ok(())
     }
 
@@ -421,6 +438,7 @@ impl Store {
         .bind(environment.as_str())
         .execute(self.pool())
         .await?;
+        self.rows_changed(Table::Credentials).await;
         Ok(done.rows_affected() == 1)
     }
 }

@@ -13,7 +13,8 @@
 //! [`evidence`] (sale evidence: photos and places attached to charges);
 //! [`plans`] (each merchant's plan, the monthly charge counter, the limit check);
 //! [`retention`] (logs swept after the plan's retention days); [`sso`] (single sign-on:
-//! each merchant's identity provider, its domains, sign-ins under way).
+//! each merchant's identity provider, its domains, sign-ins under way); `row_cache` (API keys
+//! and active credentials kept in memory on PostgreSQL while no gateway changes them).
 //!
 //! The charge path's writes go through [`Store::write`] (`group_commit`): on SQLite, many
 //! requests' writes share one transaction and one sync to disk.
@@ -36,6 +37,7 @@ pub mod payment_links;
 pub mod plans;
 pub mod retention;
 pub mod routing;
+mod row_cache;
 pub mod schema;
 pub mod sessions;
 pub mod sso;
@@ -92,6 +94,8 @@ pub struct Store {
     /// SQLite's group-commit writer; `None` on PostgreSQL (and for in-memory SQLite, whose
     /// connections each see a database of their own).
     writer: Option<group_commit::Writer>,
+    /// API keys and active credentials kept in memory on PostgreSQL (`row_cache`).
+    rows: std::sync::Arc<row_cache::RowCache>,
 }
 
 impl Store {
@@ -208,12 +212,14 @@ impl Store {
                 }
                 None => (None, pool.clone()),
             };
+        let rows = row_cache::RowCache::new((backend == Backend::Postgres).then(|| url.clone()));
         Ok(Store {
             pool,
             reads,
             deferred,
             backend,
             writer,
+            rows,
         })
     }
 

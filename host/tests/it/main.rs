@@ -34,4 +34,5 @@ mod safety_ops;
 mod serve_binary;
 mod store_durability;
 mod store_idempotency;
+mod store_row_cache;
 mod webhook_safety;
