@@ -457,32 +457,48 @@ impl Store {
                WHERE due.n + due.busy <= $5 ORDER BY due.next_attempt_at LIMIT $4) \
                AND status = 'pending' AND lease_until < $3"
         );
-        // One statement: its own transaction on PostgreSQL (no BEGIN and COMMIT round trips).
-        self.write_autocommit(Durability::Deferred, move |conn| {
-            Box::pin(async move {
-                sqlx::query(&claim)
-                    .bind(now + limits.lease_ms)
-                    .bind(&owner)
-                    .bind(now)
-                    .bind(limits.rows)
-                    .bind(limits.per_endpoint)
-                    .execute(&mut *conn)
-                    .await?;
-                Ok(())
-            })
-        })
-        .await?;
-        // On the read connections (SQLite run in this task, no hop to a connection's thread):
-        // the claim above is committed, so a new read sees it.
-        let rows = sqlx::query(
-            "SELECT d.id, d.event_id, d.endpoint_id, d.status, d.attempts, d.next_attempt_at, \
-             d.last_status, d.last_error, d.created_at, d.delivered_at, e.payload \
-             FROM webhook_deliveries d JOIN events e ON e.id = d.event_id \
-             WHERE d.lease_owner = $1 AND d.status = 'pending'",
-        )
-        .bind(&lease.0)
-        .fetch_all(self.reads())
-        .await?;
+        const CLAIMED: &str = "d.id, d.event_id, d.endpoint_id, d.status, d.attempts, \
+             d.next_attempt_at, d.last_status, d.last_error, d.created_at, d.delivered_at, e.payload";
+        let rows = match self.backend {
+            // One statement that gives the rows it leased with their events: its own
+            // transaction, and one round trip fewer on the way of every attempt in flight
+            // (each holds its endpoint's place from this claim to its record).
+            super::Backend::Postgres => {
+                let claim = format!(
+                    "WITH d AS ({claim} RETURNING *) \
+                     SELECT {CLAIMED} FROM d JOIN events e ON e.id = d.event_id"
+                );
+                self.write_autocommit(Durability::Deferred, move |conn| {
+                    Box::pin(async move {
+                        Ok(bind_claim(sqlx::query(&claim), now, &owner, limits)
+                            .fetch_all(&mut *conn)
+                            .await?)
+                    })
+                })
+                .await?
+            }
+            // SQLite has no `UPDATE` in `WITH`: the claim, then its rows read on the read
+            // connections (run in this task, no hop to a connection's thread); the claim is
+            // committed, so a new read sees it.
+            super::Backend::Sqlite => {
+                self.write_autocommit(Durability::Deferred, move |conn| {
+                    Box::pin(async move {
+                        bind_claim(sqlx::query(&claim), now, &owner, limits)
+                            .execute(&mut *conn)
+                            .await?;
+                        Ok(())
+                    })
+                })
+                .await?;
+                sqlx::query(&format!(
+                    "SELECT {CLAIMED} FROM webhook_deliveries d JOIN events e ON e.id = d.event_id \
+                     WHERE d.lease_owner = $1 AND d.status = 'pending'"
+                ))
+                .bind(&lease.0)
+                .fetch_all(self.reads())
+                .await?
+            }
+        };
         let mut due = Vec::with_capacity(rows.len());
         // One read per endpoint, not per row: a busy endpoint has many rows in a claim.
         let mut endpoints = std::collections::HashMap::new();
@@ -656,6 +672,22 @@ fn delivery_of(r: &sqlx::any::AnyRow) -> Result<DeliveryRecord, StoreError> {
         created_at: r.col("created_at")?,
         delivered_at: r.col("delivered_at")?,
     })
+}
+
+/// Binds the claim's parameters: `$1` the lease's end, `$2` its owner, `$3` now, `$4` the rows
+/// to take at most, `$5` the places in flight an endpoint has.
+fn bind_claim<'q>(
+    query: AnyQuery<'q>,
+    now: i64,
+    owner: &'q str,
+    limits: ClaimLimits,
+) -> AnyQuery<'q> {
+    query
+        .bind(now + limits.lease_ms)
+        .bind(owner)
+        .bind(now)
+        .bind(limits.rows)
+        .bind(limits.per_endpoint)
 }
 
 /// `record`, logging (not failing) when it wrote nothing because the lease was lost.
