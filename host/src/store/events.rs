@@ -457,16 +457,20 @@ impl Store {
                WHERE due.n + due.busy <= $5 ORDER BY due.next_attempt_at LIMIT $4) \
                AND status = 'pending' AND lease_until < $3"
         );
+        // The endpoint's columns in the PostgreSQL claim's rows, beside the delivery's.
+        const ENDPOINT: &str = "w_";
         const CLAIMED: &str = "d.id, d.event_id, d.endpoint_id, d.status, d.attempts, \
              d.next_attempt_at, d.last_status, d.last_error, d.created_at, d.delivered_at, e.payload";
         let rows = match self.backend {
-            // One statement that gives the rows it leased with their events: its own
-            // transaction, and one round trip fewer on the way of every attempt in flight
-            // (each holds its endpoint's place from this claim to its record).
+            // One statement that gives the rows it leased with their events and endpoints:
+            // its own transaction, and two round trips fewer on the way of every attempt in
+            // flight (each holds its endpoint's place from this claim to its record).
             super::Backend::Postgres => {
                 let claim = format!(
                     "WITH d AS ({claim} RETURNING *) \
-                     SELECT {CLAIMED} FROM d JOIN events e ON e.id = d.event_id"
+                     SELECT {CLAIMED}, {} FROM d JOIN events e ON e.id = d.event_id \
+                     JOIN webhook_endpoints w ON w.id = d.endpoint_id",
+                    super::webhook_endpoints::columns_as("w", ENDPOINT)
                 );
                 self.write_autocommit(Durability::Deferred, move |conn| {
                     Box::pin(async move {
@@ -500,12 +504,20 @@ impl Store {
             }
         };
         let mut due = Vec::with_capacity(rows.len());
-        // One read per endpoint, not per row: a busy endpoint has many rows in a claim.
+        // One read per endpoint, not per row: a busy endpoint has many rows in a claim. On
+        // PostgreSQL the claim read them.
         let mut endpoints = std::collections::HashMap::new();
         for row in &rows {
             let delivery = delivery_of(row)?;
             if !endpoints.contains_key(&delivery.endpoint_id) {
-                let endpoint = self.webhook_endpoint_by_id(&delivery.endpoint_id).await?;
+                let endpoint = match self.backend {
+                    super::Backend::Postgres => {
+                        Some(super::webhook_endpoints::endpoint_of(row, ENDPOINT)?)
+                    }
+                    super::Backend::Sqlite => {
+                        self.webhook_endpoint_by_id(&delivery.endpoint_id).await?
+                    }
+                };
                 endpoints.insert(delivery.endpoint_id.clone(), endpoint);
             }
             // Disabled or deleted since the claim (deleting disables): its row is canceled.

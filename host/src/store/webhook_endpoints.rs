@@ -301,22 +301,41 @@ async fn cancel_pending(tx: &mut sqlx::AnyConnection, endpoint_id: &str) -> Resu
 }
 
 fn record_of(r: &sqlx::any::AnyRow) -> Result<EndpointRecord, StoreError> {
+    endpoint_of(r, "")
+}
+
+/// An endpoint's columns of the table aliased `alias`, each named `{prefix}{column}`: for a
+/// query that reads an endpoint beside another table's columns ([`endpoint_of`]).
+pub(super) fn columns_as(alias: &str, prefix: &str) -> String {
+    COLUMNS
+        .split(',')
+        .map(|c| format!("{alias}.{0} AS {prefix}{0}", c.trim()))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The endpoint in `r`'s columns named `{prefix}{column}` ([`columns_as`]).
+pub(super) fn endpoint_of(
+    r: &sqlx::any::AnyRow,
+    prefix: &str,
+) -> Result<EndpointRecord, StoreError> {
+    let name = |column: &str| format!("{prefix}{column}");
     Ok(EndpointRecord {
-        id: r.col("id")?,
-        merchant_id: r.col("merchant_id")?,
-        environment: r.parsed("environment")?,
-        url: r.col("url")?,
-        description: r.col("description")?,
-        events: r.json("events")?,
-        secret_sealed: r.col("secret_sealed")?,
-        previous_secret_sealed: r.col("previous_secret_sealed")?,
-        previous_expires_at: r.col("previous_expires_at")?,
-        status: r.col("status")?,
-        disabled_reason: r.col("disabled_reason")?,
-        failing_since: r.col("failing_since")?,
-        created_at: r.col("created_at")?,
-        updated_at: r.col("updated_at")?,
-        version: r.col("version")?,
+        id: r.col(&name("id"))?,
+        merchant_id: r.col(&name("merchant_id"))?,
+        environment: r.parsed(&name("environment"))?,
+        url: r.col(&name("url"))?,
+        description: r.col(&name("description"))?,
+        events: r.json(&name("events"))?,
+        secret_sealed: r.col(&name("secret_sealed"))?,
+        previous_secret_sealed: r.col(&name("previous_secret_sealed"))?,
+        previous_expires_at: r.col(&name("previous_expires_at"))?,
+        status: r.col(&name("status"))?,
+        disabled_reason: r.col(&name("disabled_reason"))?,
+        failing_since: r.col(&name("failing_since"))?,
+        created_at: r.col(&name("created_at"))?,
+        updated_at: r.col(&name("updated_at"))?,
+        version: r.col(&name("version"))?,
     })
 }
 
