@@ -281,8 +281,7 @@ impl Store {
         environment: Environment,
         provider: &str,
     ) -> Result<Option<CredentialRecord>, StoreError> {
-        let slot = (merchant_id.to_owned(), environment, provider.to_owned());
-        let ticket = match self.rows.credential(&slot) {
+        let ticket = match self.rows.credential(merchant_id, environment, provider) {
             Lookup::Kept(credential) => return Ok(Some(credential)),
             Lookup::Read(ticket) => ticket,
         };
@@ -299,7 +298,7 @@ impl Store {
         .await?;
         let found = row.as_ref().map(record_of).transpose()?;
         if let Some(credential) = &found {
-            self.rows.keep_credential(ticket, slot, credential);
+            self.rows.keep_credential(ticket, credential);
         }
         Ok(found)
     }

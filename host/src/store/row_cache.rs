@@ -15,7 +15,6 @@
 //! change was heard between the read's start and its end (the `generation` of its [`Ticket`]).
 
 use std::collections::HashMap;
-use std::hash::Hash;
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
@@ -66,9 +65,6 @@ pub(super) enum Lookup<V> {
     Read(Ticket),
 }
 
-/// A credential's place: the merchant, the environment and the PSP.
-pub(super) type CredentialSlot = (String, Environment, String);
-
 pub(super) struct RowCache {
     /// The database listened to; `None` (SQLite) keeps nothing.
     url: Option<String>,
@@ -83,35 +79,46 @@ struct State {
     listening: bool,
     /// Moves on at every change heard or made, and whenever listening starts or stops.
     generation: u64,
-    api_keys: Entries<String, Vec<ApiKeyRecord>>,
-    credentials: Entries<CredentialSlot, CredentialRecord>,
+    /// By lookup prefix.
+    api_keys: Entries<Vec<ApiKeyRecord>>,
+    /// By merchant: its active credentials kept (a few, one per environment and PSP), used
+    /// until the first of them was kept for too long. Looked up by `&str`: a request's lookup
+    /// allocates nothing.
+    credentials: Entries<Vec<CredentialRecord>>,
 }
 
-struct Entries<K, V>(HashMap<K, (Instant, V)>);
+/// Values by a text key, each with the time it was kept.
+struct Entries<V>(HashMap<String, (Instant, V)>);
 
-impl<K, V> Default for Entries<K, V> {
+impl<V> Default for Entries<V> {
     fn default() -> Self {
         Entries(HashMap::new())
     }
 }
 
-impl<K: Hash + Eq, V: Clone> Entries<K, V> {
-    fn get(&mut self, key: &K, kept_for: Duration) -> Option<V> {
-        match self.0.get(key) {
-            Some((at, value)) if at.elapsed() < kept_for => Some(value.clone()),
-            Some(_) => {
-                self.0.remove(key);
-                None
-            }
-            None => None,
+impl<V: Default> Entries<V> {
+    /// The value kept for `key` less than `kept_for` ago.
+    fn get(&mut self, key: &str, kept_for: Duration) -> Option<&V> {
+        if self
+            .0
+            .get(key)
+            .is_some_and(|(at, _)| at.elapsed() >= kept_for)
+        {
+            self.0.remove(key);
         }
+        self.0.get(key).map(|(_, value)| value)
     }
 
-    fn put(&mut self, key: K, value: V) {
-        if self.0.len() >= MAX_ENTRIES {
-            self.0.clear();
+    /// The value kept for `key`, a new one (kept now) when there is none still in time.
+    fn entry(&mut self, key: &str, kept_for: Duration) -> &mut V {
+        if self.get(key, kept_for).is_none() {
+            if self.0.len() >= MAX_ENTRIES {
+                self.0.clear();
+            }
+            self.0
+                .insert(key.to_owned(), (Instant::now(), V::default()));
         }
-        self.0.insert(key, (Instant::now(), value));
+        &mut self.0.get_mut(key).expect("inserted above").1
     }
 }
 
@@ -129,32 +136,46 @@ impl RowCache {
     /// The API keys kept for `prefix`.
     pub(super) fn api_keys(self: &Arc<Self>, prefix: &str) -> Lookup<Vec<ApiKeyRecord>> {
         let kept_for = self.kept_for();
-        self.lookup(|state| state.api_keys.get(&prefix.to_owned(), kept_for))
+        self.lookup(|state| state.api_keys.get(prefix, kept_for).cloned())
     }
 
-    /// The active credential kept for `slot`.
-    pub(super) fn credential(self: &Arc<Self>, slot: &CredentialSlot) -> Lookup<CredentialRecord> {
+    /// The active credential kept for `merchant_id`'s `provider` in `environment`.
+    pub(super) fn credential(
+        self: &Arc<Self>,
+        merchant_id: &str,
+        environment: Environment,
+        provider: &str,
+    ) -> Lookup<CredentialRecord> {
         let kept_for = self.kept_for();
-        self.lookup(|state| state.credentials.get(slot, kept_for))
+        self.lookup(|state| {
+            state
+                .credentials
+                .get(merchant_id, kept_for)?
+                .iter()
+                .find(|c| c.environment == environment && c.provider == provider)
+                .cloned()
+        })
     }
 
     /// Keeps the keys a read under `ticket` found for `prefix` (none found: nothing kept).
     pub(super) fn keep_api_keys(&self, ticket: Ticket, prefix: &str, keys: &[ApiKeyRecord]) {
         if !keys.is_empty() {
+            let kept_for = self.kept_for();
             self.keep(ticket, |state| {
-                state.api_keys.put(prefix.to_owned(), keys.to_vec())
+                *state.api_keys.entry(prefix, kept_for) = keys.to_vec();
             });
         }
     }
 
-    /// Keeps the active credential a read under `ticket` found for `slot`.
-    pub(super) fn keep_credential(
-        &self,
-        ticket: Ticket,
-        slot: CredentialSlot,
-        found: &CredentialRecord,
-    ) {
-        self.keep(ticket, |state| state.credentials.put(slot, found.clone()));
+    /// Keeps `found`, the active credential a read under `ticket` found for its merchant, PSP
+    /// and environment.
+    pub(super) fn keep_credential(&self, ticket: Ticket, found: &CredentialRecord) {
+        let kept_for = self.kept_for();
+        self.keep(ticket, |state| {
+            let kept = state.credentials.entry(&found.merchant_id, kept_for);
+            kept.retain(|c| !(c.environment == found.environment && c.provider == found.provider));
+            kept.push(found.clone());
+        });
     }
 
     /// Forgets `table`'s rows (every table's for `None`): they changed, or may have.

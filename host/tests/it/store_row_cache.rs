@@ -196,3 +196,52 @@ async fn a_gateway_that_stopped_listening_keeps_nothing() {
     // Listening again, the gateway keeps rows again.
     until_key_kept(&first, "pgw_test_cccc", &id).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_merchants_credentials_are_kept_apart() {
+    let (_db, store) = store_on(Backend::Postgres).await;
+    store.keep_rows_for(AN_HOUR);
+    let merchant = store
+        .create_merchant("Loja", pixgw::plans::PlanId::Free)
+        .await
+        .unwrap()
+        .id;
+    let test = credential(&store, &merchant, Environment::Test).await;
+    let live = credential(&store, &merchant, Environment::Live).await;
+    let active = |environment| {
+        let (store, merchant) = (&store, &merchant);
+        async move {
+            store
+                .active_credential(merchant, environment, "efi")
+                .await
+                .unwrap()
+                .unwrap()
+        }
+    };
+    // Kept: a label changed behind the store's back is not seen.
+    let start = std::time::Instant::now();
+    loop {
+        active(Environment::Test).await;
+        let changed = relabel(&store, "credentials", test.id.as_str()).await;
+        if active(Environment::Test).await.label != changed {
+            break;
+        }
+        assert!(
+            start.elapsed() < HEARD_WITHIN,
+            "the credential was never kept"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    // The live one is read and kept beside it; each lookup gets its own environment's.
+    for _ in 0..3 {
+        assert_eq!(active(Environment::Live).await.id, live.id);
+        assert_eq!(active(Environment::Test).await.id, test.id);
+    }
+    assert!(
+        store
+            .active_credential(&merchant, Environment::Test, "openpix")
+            .await
+            .unwrap()
+            .is_none()
+    );
+}
