@@ -12,6 +12,9 @@
 //!   the router's view of PSP health
 //! - `pixgw_webhook_attempts_total{outcome}`: webhook attempts by what comes next: `delivered`,
 //!   `pending` (retried later) or `failed` (given up)
+//! - `pixgw_plan_count_statements_total` and `pixgw_plan_counted_charges_total`: on PostgreSQL,
+//!   the statements that counted charges against their plan's month (admitted or refused them)
+//!   and the charges they counted: their ratio is how many a statement counts together
 //! - `pixgw_background_task_restarts_total{task, reason}`: a background loop that panicked
 //!   (`reason="panic"`) or returned, and was started again
 //!
@@ -121,4 +124,10 @@ pub fn webhook_attempt(outcome: &'static str) {
 pub fn charge_status(provider: &str, status: &'static str) {
     metrics::counter!("pixgw_charges_total", "provider" => provider.to_owned(), "status" => status)
         .increment(1);
+}
+
+/// A statement counted `charges` charges against their plan's month (PostgreSQL).
+pub fn plan_count(charges: usize) {
+    metrics::counter!("pixgw_plan_count_statements_total").increment(1);
+    metrics::counter!("pixgw_plan_counted_charges_total").increment(charges as u64);
 }

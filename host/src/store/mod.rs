@@ -34,7 +34,9 @@ pub mod inbound;
 pub mod live;
 pub mod merchants;
 pub mod payment_links;
+mod plan_counter;
 pub mod plans;
+pub use plan_counter::CountStats;
 pub mod retention;
 pub mod routing;
 mod row_cache;
@@ -96,6 +98,8 @@ pub struct Store {
     writer: Option<group_commit::Writer>,
     /// API keys and active credentials kept in memory on PostgreSQL (`row_cache`).
     rows: std::sync::Arc<row_cache::RowCache>,
+    /// PostgreSQL: charges counted against their plan's month together (`plan_counter`).
+    counter: plan_counter::PlanCounter,
 }
 
 impl Store {
@@ -220,6 +224,7 @@ impl Store {
             backend,
             writer,
             rows,
+            counter: plan_counter::PlanCounter::default(),
         })
     }
 

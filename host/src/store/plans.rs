@@ -9,6 +9,7 @@
 //! counts, so a second creation waits for the first to commit and counts what it wrote. Charges
 //! skip the merchant's lock: their counter row is advanced by one upsert whose `WHERE` compares
 //! it with the plan's limit, and PostgreSQL re-checks that `WHERE` on the row's latest version.
+//! There a gateway's charges that come at once share one such statement (`plan_counter`).
 
 use sqlx::Row;
 
@@ -130,7 +131,7 @@ fn count_of(n: i64) -> u64 {
 
 /// The plan's monthly charge limit of a charge's environment, as SQL over the columns
 /// `m.plan` and `u.environment`: the table in `plans.rs`, written out once.
-fn charge_limit_sql() -> String {
+pub(super) fn charge_limit_sql() -> String {
     let case = |resource: Resource| {
         let arms: String = PLANS
             .iter()
@@ -149,6 +150,51 @@ fn charge_limit_sql() -> String {
         case(Resource::LiveCharges),
         case(Resource::TestCharges)
     )
+}
+
+/// Counts one charge against `month` ([`crate::plans::month_of`]), unless that month is full for
+/// the merchant's plan: one upsert (inside the charge insert's transaction on SQLite; on
+/// PostgreSQL through [`super::plan_counter`]).
+pub(super) async fn count_charge(
+    tx: &mut sqlx::AnyConnection,
+    merchant_id: &str,
+    environment: Environment,
+    month: &str,
+) -> Result<Admission<()>, StoreError> {
+    // The first charge of a month inserts 1: every plan allows at least one.
+    let counted = sqlx::query(&format!(
+        "INSERT INTO plan_usage AS u (merchant_id, environment, month, charges) \
+         VALUES ($1, $2, $3, 1) \
+         ON CONFLICT (merchant_id, environment, month) DO UPDATE SET charges = u.charges + 1 \
+         WHERE u.charges < (SELECT {} FROM merchants m WHERE m.id = u.merchant_id)",
+        charge_limit_sql()
+    ))
+    .bind(merchant_id)
+    .bind(environment.as_str())
+    .bind(month)
+    .execute(&mut *tx)
+    .await?;
+    if counted.rows_affected() == 1 {
+        return Ok(Ok(()));
+    }
+    let row = sqlx::query(
+        "SELECT m.plan, u.charges FROM merchants m JOIN plan_usage u ON u.merchant_id = m.id \
+         WHERE m.id = $1 AND u.environment = $2 AND u.month = $3",
+    )
+    .bind(merchant_id)
+    .bind(environment.as_str())
+    .bind(month)
+    .fetch_one(&mut *tx)
+    .await?;
+    let plan = plan_of(row.get(0))?;
+    let resource = Resource::charges(environment);
+    Ok(Err(LimitReached {
+        plan,
+        resource,
+        environment: Some(environment),
+        limit: plan.plan().limit(resource).number().unwrap_or(0),
+        usage: count_of(row.get(1)),
+    }))
 }
 
 impl Store {
@@ -238,50 +284,35 @@ impl Store {
         .await
     }
 
-    /// Counts one charge created at `created_at` against its month, unless that month is
-    /// full for the merchant's plan: one upsert, inside the charge insert's transaction.
-    pub(super) async fn count_charge(
+    /// Counts a charge created at `created_at` against its month on PostgreSQL, in one
+    /// statement with the charges that wait beside it (`plan_counter`), or alone when they
+    /// could not be counted together. Deferred (`synchronous_commit = off`): the charge's
+    /// durable insert, which comes after, takes the count to disk with it.
+    pub(super) async fn count_charge_together(
         &self,
-        tx: &mut sqlx::AnyConnection,
         merchant_id: &str,
         environment: Environment,
         created_at: i64,
     ) -> Result<Admission<()>, StoreError> {
         let month = crate::plans::month_of(created_at);
-        // The first charge of a month inserts 1: every plan allows at least one.
-        let counted = sqlx::query(&format!(
-            "INSERT INTO plan_usage AS u (merchant_id, environment, month, charges) \
-             VALUES ($1, $2, $3, 1) \
-             ON CONFLICT (merchant_id, environment, month) DO UPDATE SET charges = u.charges + 1 \
-             WHERE u.charges < (SELECT {} FROM merchants m WHERE m.id = u.merchant_id)",
-            charge_limit_sql()
-        ))
-        .bind(merchant_id)
-        .bind(environment.as_str())
-        .bind(&month)
-        .execute(&mut *tx)
-        .await?;
-        if counted.rows_affected() == 1 {
-            return Ok(Ok(()));
+        let pool = self.deferred.as_ref().unwrap_or(&self.pool);
+        if let Some(admission) = self
+            .counter
+            .count(pool, merchant_id, environment, month.clone())
+            .await
+        {
+            return Ok(admission);
         }
-        let row = sqlx::query(
-            "SELECT m.plan, u.charges FROM merchants m JOIN plan_usage u ON u.merchant_id = m.id \
-             WHERE m.id = $1 AND u.environment = $2 AND u.month = $3",
-        )
-        .bind(merchant_id)
-        .bind(environment.as_str())
-        .bind(&month)
-        .fetch_one(&mut *tx)
-        .await?;
-        let plan = plan_of(row.get(0))?;
-        let resource = Resource::charges(environment);
-        Ok(Err(LimitReached {
-            plan,
-            resource,
-            environment: Some(environment),
-            limit: plan.plan().limit(resource).number().unwrap_or(0),
-            usage: count_of(row.get(1)),
-        }))
+        let merchant_id = merchant_id.to_owned();
+        self.write_autocommit(super::Durability::Deferred, move |conn| {
+            Box::pin(async move { count_charge(conn, &merchant_id, environment, &month).await })
+        })
+        .await
+    }
+
+    /// How PostgreSQL's plan counts went: statements, and the charges they counted together.
+    pub fn plan_count_stats(&self) -> super::CountStats {
+        self.counter.stats()
     }
 
     /// Takes back the count of a charge that no longer exists (the PSP refused it).

@@ -847,3 +847,117 @@ async fn logs_are_kept_for_the_plans_days_and_what_is_needed_stays(backend: Back
     );
     assert_eq!(counts().await, [1, 0, 0, 0, 1]);
 }
+
+/// On PostgreSQL: the month's counter row held by another transaction while `n` charges of
+/// `live` come at once, so that a count waits on the row and the others wait for it; then the
+/// row is let go. Returns each charge's admission, in order.
+async fn charges_while_the_month_is_held(
+    db: &TestDb,
+    store: &Store,
+    live: &CredentialRecord,
+    n: usize,
+) -> Vec<pixgw::plans::Admission<bool>> {
+    use sqlx::Connection;
+    let mut holder = sqlx::AnyConnection::connect(&db.url).await.unwrap();
+    let mut held = holder.begin().await.unwrap();
+    sqlx::query("SELECT charges FROM plan_usage WHERE merchant_id = $1 FOR UPDATE")
+        .bind(&live.merchant_id)
+        .fetch_one(&mut *held)
+        .await
+        .unwrap();
+    let at = now_ms();
+    let racing: Vec<_> = (0..n)
+        .map(|i| {
+            let (store, c) = (store.clone(), charge(live, at + i as i64));
+            tokio::spawn(async move { store.insert_creating_charge(&c).await.unwrap() })
+        })
+        .collect();
+    // Every charge is in the counter (one statement, waiting on the row, and the rest behind
+    // it) before the row is let go.
+    let mut tries = 0;
+    while store.plan_count_stats().waiting < n {
+        tries += 1;
+        assert!(tries < 500, "{:?}", store.plan_count_stats());
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    held.commit().await.unwrap();
+    futures::future::join_all(racing)
+        .await
+        .into_iter()
+        .map(Result::unwrap)
+        .collect()
+}
+
+/// Twenty charges that come while a count runs are counted together: at most two statements
+/// (the one that was running with those that came before it, and one for the rest), not twenty.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn charges_that_wait_are_counted_together_on_postgres() {
+    let (db, store) = store_on(Backend::Postgres).await;
+    let merchant = store.create_merchant("Loja", PlanId::Basic).await.unwrap();
+    let live = credential(&store, &merchant.id, Environment::Live).await;
+    // The month's first charge makes its row.
+    let first = charge(&live, now_ms());
+    assert_eq!(
+        store.insert_creating_charge(&first).await.unwrap(),
+        Ok(true)
+    );
+    assert_eq!(store.plan_count_stats().statements, 1);
+
+    let admitted = charges_while_the_month_is_held(&db, &store, &live, 20).await;
+    assert_eq!(admitted, vec![Ok(true); 20]);
+    let stats = store.plan_count_stats();
+    assert_eq!((stats.charges, stats.waiting), (21, 0), "{stats:?}");
+    assert!(stats.statements <= 3, "{stats:?}");
+    let (_, used) = store
+        .plan_usage(
+            &merchant.id,
+            Environment::Live,
+            &pixgw::plans::month_of(now_ms()),
+            now_ms(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(used.get(Resource::LiveCharges), 21);
+}
+
+/// Charges that do not all fit in the month are counted alone: with one place left of ten,
+/// exactly one of twenty is admitted, and the others hear the plan's refusal.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn charges_that_do_not_all_fit_are_counted_alone_on_postgres() {
+    let (db, store) = store_on(Backend::Postgres).await;
+    let merchant = store.create_merchant("Loja", PlanId::Free).await.unwrap();
+    let live = credential(&store, &merchant.id, Environment::Live).await;
+    for i in 0..9 {
+        let c = charge(&live, now_ms() + i);
+        assert_eq!(store.insert_creating_charge(&c).await.unwrap(), Ok(true));
+    }
+    let admitted = charges_while_the_month_is_held(&db, &store, &live, 20).await;
+    let full = LimitReached {
+        plan: PlanId::Free,
+        resource: Resource::LiveCharges,
+        environment: Some(Environment::Live),
+        limit: 10,
+        usage: 10,
+    };
+    assert_eq!(
+        admitted.iter().filter(|a| **a == Ok(true)).count(),
+        1,
+        "{admitted:?}"
+    );
+    assert_eq!(
+        admitted.iter().filter(|a| **a == Err(full.clone())).count(),
+        19,
+        "{admitted:?}"
+    );
+    let (_, used) = store
+        .plan_usage(
+            &merchant.id,
+            Environment::Live,
+            &pixgw::plans::month_of(now_ms()),
+            now_ms(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(used.get(Resource::LiveCharges), 10);
+    assert_eq!(store.plan_count_stats().waiting, 0);
+}
