@@ -130,7 +130,7 @@ async fn count_while_waited_for(shared: Arc<Shared>, pool: AnyPool, key: Month) 
         counting: 0,
     };
     loop {
-        let waiters = {
+        let mut waiters = {
             let mut running = shared.running.lock();
             let waiters = std::mem::take(running.get_mut(&key).expect("held by this task"));
             if waiters.is_empty() {
@@ -141,6 +141,13 @@ async fn count_while_waited_for(shared: Arc<Shared>, pool: AnyPool, key: Month) 
             waiters
         };
         guard.counting = waiters.len();
+        // A request dropped while it waited (its client went away) makes no charge: not counted.
+        waiters.retain(|w| !w.is_closed());
+        if waiters.is_empty() {
+            shared.waiting.fetch_sub(guard.counting, Ordering::Relaxed);
+            guard.counting = 0;
+            continue;
+        }
         let admission = count_together(&pool, &key, waiters.len()).await;
         shared.statements.fetch_add(1, Ordering::Relaxed);
         if admission.is_some() {

@@ -961,3 +961,71 @@ async fn charges_that_do_not_all_fit_are_counted_alone_on_postgres() {
     assert_eq!(used.get(Resource::LiveCharges), 10);
     assert_eq!(store.plan_count_stats().waiting, 0);
 }
+
+/// A request dropped while its charge waits to be counted (its client went away) makes no
+/// charge, and is not counted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_charge_dropped_while_it_waits_is_not_counted_on_postgres() {
+    use sqlx::Connection;
+    let (db, store) = store_on(Backend::Postgres).await;
+    let merchant = store.create_merchant("Loja", PlanId::Basic).await.unwrap();
+    let live = credential(&store, &merchant.id, Environment::Live).await;
+    assert_eq!(
+        store
+            .insert_creating_charge(&charge(&live, now_ms()))
+            .await
+            .unwrap(),
+        Ok(true)
+    );
+    let mut holder = sqlx::AnyConnection::connect(&db.url).await.unwrap();
+    let mut held = holder.begin().await.unwrap();
+    sqlx::query("SELECT charges FROM plan_usage WHERE merchant_id = $1 FOR UPDATE")
+        .bind(&merchant.id)
+        .fetch_one(&mut *held)
+        .await
+        .unwrap();
+    let insert = |at: i64| {
+        let (store, c) = (store.clone(), charge(&live, at));
+        tokio::spawn(async move { store.insert_creating_charge(&c).await.unwrap() })
+    };
+    let until_waiting = |n: usize| {
+        let store = store.clone();
+        async move {
+            for _ in 0..500 {
+                if store.plan_count_stats().waiting == n {
+                    return;
+                }
+                tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+            }
+            panic!("{:?}", store.plan_count_stats());
+        }
+    };
+    // One count running (waiting on the row), then four behind it; two of those are dropped.
+    let running = insert(now_ms() + 1);
+    until_waiting(1).await;
+    let behind: Vec<_> = (2..6).map(|i| insert(now_ms() + i)).collect();
+    until_waiting(5).await;
+    behind[0].abort();
+    behind[2].abort();
+    held.commit().await.unwrap();
+    assert_eq!(running.await.unwrap(), Ok(true));
+    let mut kept = 0;
+    for task in behind {
+        if let Ok(admitted) = task.await {
+            assert_eq!(admitted, Ok(true));
+            kept += 1;
+        }
+    }
+    assert_eq!(kept, 2);
+    until_waiting(0).await;
+    let (_, used) = store
+        .plan_usage(
+            &merchant.id,
+            Environment::Live,
+            &pixgw::plans::month_of(now_ms()),
+            now_ms(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(used.get(Resource::LiveCharges), 4);
+}
