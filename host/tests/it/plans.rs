@@ -848,6 +848,43 @@ async fn logs_are_kept_for_the_plans_days_and_what_is_needed_stays(backend: Back
     assert_eq!(counts().await, [1, 0, 0, 0, 1]);
 }
 
+/// Holds `merchant_id`'s counter rows in a transaction until the connection runs `COMMIT`.
+async fn hold_the_month(db: &TestDb, merchant_id: &str) -> sqlx::AnyConnection {
+    use sqlx::Connection;
+    let mut holder = sqlx::AnyConnection::connect(&db.url).await.unwrap();
+    sqlx::query("BEGIN").execute(&mut holder).await.unwrap();
+    sqlx::query("SELECT charges FROM plan_usage WHERE merchant_id = $1 FOR UPDATE")
+        .bind(merchant_id)
+        .fetch_one(&mut holder)
+        .await
+        .unwrap();
+    holder
+}
+
+async fn let_the_month_go(mut holder: sqlx::AnyConnection) {
+    sqlx::query("COMMIT").execute(&mut holder).await.unwrap();
+}
+
+/// Waits until `n` charges are in the plan counter, counting or waiting to be.
+async fn until_waiting(store: &Store, n: usize) {
+    for _ in 0..500 {
+        if store.plan_count_stats().waiting == n {
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    panic!("never {n} waiting: {:?}", store.plan_count_stats());
+}
+
+async fn live_charges_this_month(store: &Store, merchant_id: &str) -> u64 {
+    let month = pixgw::plans::month_of(now_ms());
+    let (_, used) = store
+        .plan_usage(merchant_id, Environment::Live, &month, now_ms())
+        .await
+        .unwrap();
+    used.get(Resource::LiveCharges)
+}
+
 /// On PostgreSQL: the month's counter row held by another transaction while `n` charges of
 /// `live` come at once, so that a count waits on the row and the others wait for it; then the
 /// row is let go. Returns each charge's admission, in order.
@@ -857,14 +894,7 @@ async fn charges_while_the_month_is_held(
     live: &CredentialRecord,
     n: usize,
 ) -> Vec<pixgw::plans::Admission<bool>> {
-    use sqlx::Connection;
-    let mut holder = sqlx::AnyConnection::connect(&db.url).await.unwrap();
-    let mut held = holder.begin().await.unwrap();
-    sqlx::query("SELECT charges FROM plan_usage WHERE merchant_id = $1 FOR UPDATE")
-        .bind(&live.merchant_id)
-        .fetch_one(&mut *held)
-        .await
-        .unwrap();
+    let holder = hold_the_month(db, &live.merchant_id).await;
     let at = now_ms();
     let racing: Vec<_> = (0..n)
         .map(|i| {
@@ -874,13 +904,8 @@ async fn charges_while_the_month_is_held(
         .collect();
     // Every charge is in the counter (one statement, waiting on the row, and the rest behind
     // it) before the row is let go.
-    let mut tries = 0;
-    while store.plan_count_stats().waiting < n {
-        tries += 1;
-        assert!(tries < 500, "{:?}", store.plan_count_stats());
-        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
-    }
-    held.commit().await.unwrap();
+    until_waiting(store, n).await;
+    let_the_month_go(holder).await;
     futures::future::join_all(racing)
         .await
         .into_iter()
@@ -908,16 +933,7 @@ async fn charges_that_wait_are_counted_together_on_postgres() {
     let stats = store.plan_count_stats();
     assert_eq!((stats.charges, stats.waiting), (21, 0), "{stats:?}");
     assert!(stats.statements <= 3, "{stats:?}");
-    let (_, used) = store
-        .plan_usage(
-            &merchant.id,
-            Environment::Live,
-            &pixgw::plans::month_of(now_ms()),
-            now_ms(),
-        )
-        .await
-        .unwrap();
-    assert_eq!(used.get(Resource::LiveCharges), 21);
+    assert_eq!(live_charges_this_month(&store, &merchant.id).await, 21);
 }
 
 /// Charges that do not all fit in the month are counted alone: with one place left of ten,
@@ -949,16 +965,7 @@ async fn charges_that_do_not_all_fit_are_counted_alone_on_postgres() {
         19,
         "{admitted:?}"
     );
-    let (_, used) = store
-        .plan_usage(
-            &merchant.id,
-            Environment::Live,
-            &pixgw::plans::month_of(now_ms()),
-            now_ms(),
-        )
-        .await
-        .unwrap();
-    assert_eq!(used.get(Resource::LiveCharges), 10);
+    assert_eq!(live_charges_this_month(&store, &merchant.id).await, 10);
     assert_eq!(store.plan_count_stats().waiting, 0);
 }
 
@@ -966,7 +973,6 @@ async fn charges_that_do_not_all_fit_are_counted_alone_on_postgres() {
 /// charge, and is not counted.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_charge_dropped_while_it_waits_is_not_counted_on_postgres() {
-    use sqlx::Connection;
     let (db, store) = store_on(Backend::Postgres).await;
     let merchant = store.create_merchant("Loja", PlanId::Basic).await.unwrap();
     let live = credential(&store, &merchant.id, Environment::Live).await;
@@ -977,55 +983,26 @@ async fn a_charge_dropped_while_it_waits_is_not_counted_on_postgres() {
             .unwrap(),
         Ok(true)
     );
-    let mut holder = sqlx::AnyConnection::connect(&db.url).await.unwrap();
-    let mut held = holder.begin().await.unwrap();
-    sqlx::query("SELECT charges FROM plan_usage WHERE merchant_id = $1 FOR UPDATE")
-        .bind(&merchant.id)
-        .fetch_one(&mut *held)
-        .await
-        .unwrap();
+    let holder = hold_the_month(&db, &merchant.id).await;
     let insert = |at: i64| {
         let (store, c) = (store.clone(), charge(&live, at));
         tokio::spawn(async move { store.insert_creating_charge(&c).await.unwrap() })
     };
-    let until_waiting = |n: usize| {
-        let store = store.clone();
-        async move {
-            for _ in 0..500 {
-                if store.plan_count_stats().waiting == n {
-                    return;
-                }
-                tokio::time::sleep(std::time::Duration::from_millis(10)).await;
-            }
-            panic!("{:?}", store.plan_count_stats());
-        }
-    };
     // One count running (waiting on the row), then four behind it; two of those are dropped.
     let running = insert(now_ms() + 1);
-    until_waiting(1).await;
-    let behind: Vec<_> = (2..6).map(|i| insert(now_ms() + i)).collect();
-    until_waiting(5).await;
-    behind[0].abort();
-    behind[2].abort();
-    held.commit().await.unwrap();
-    assert_eq!(running.await.unwrap(), Ok(true));
-    let mut kept = 0;
-    for task in behind {
-        if let Ok(admitted) = task.await {
-            assert_eq!(admitted, Ok(true));
-            kept += 1;
-        }
+    until_waiting(&store, 1).await;
+    let mut behind: Vec<_> = (2..6).map(|i| insert(now_ms() + i)).collect();
+    until_waiting(&store, 5).await;
+    for dropped in [behind.remove(2), behind.remove(0)] {
+        dropped.abort();
+        // Its request is gone once the task says it was cancelled.
+        assert!(dropped.await.unwrap_err().is_cancelled());
     }
-    assert_eq!(kept, 2);
-    until_waiting(0).await;
-    let (_, used) = store
-        .plan_usage(
-            &merchant.id,
-            Environment::Live,
-            &pixgw::plans::month_of(now_ms()),
-            now_ms(),
-        )
-        .await
-        .unwrap();
-    assert_eq!(used.get(Resource::LiveCharges), 4);
+    let_the_month_go(holder).await;
+    assert_eq!(running.await.unwrap(), Ok(true));
+    for kept in behind {
+        assert_eq!(kept.await.unwrap(), Ok(true));
+    }
+    until_waiting(&store, 0).await;
+    assert_eq!(live_charges_this_month(&store, &merchant.id).await, 4);
 }
