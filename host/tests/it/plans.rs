@@ -476,6 +476,17 @@ fn ms(text: &str) -> i64 {
     parse_rfc3339(text).unwrap()
 }
 
+/// The Free plan's refusal of an eleventh live charge in a month.
+fn free_live_month_full() -> LimitReached {
+    LimitReached {
+        plan: PlanId::Free,
+        resource: Resource::LiveCharges,
+        environment: Some(Environment::Live),
+        limit: 10,
+        usage: 10,
+    }
+}
+
 both_backends!(charges_count_by_the_month_in_sao_paulo);
 async fn charges_count_by_the_month_in_sao_paulo(backend: Backend) {
     let (_db, store) = store_on(backend).await;
@@ -488,13 +499,7 @@ async fn charges_count_by_the_month_in_sao_paulo(backend: Backend) {
         assert_eq!(store.insert_creating_charge(&c).await.unwrap(), Ok(true));
         made.push(c);
     }
-    let full = LimitReached {
-        plan: PlanId::Free,
-        resource: Resource::LiveCharges,
-        environment: Some(Environment::Live),
-        limit: 10,
-        usage: 10,
-    };
+    let full = free_live_month_full();
     // 02:59 UTC on 1 December is 23:59 on 30 November in São Paulo: November is full.
     let last_minute = charge(&live, ms("2026-12-01T02:59:59.999Z"));
     assert_eq!(
@@ -948,13 +953,7 @@ async fn charges_that_do_not_all_fit_are_counted_alone_on_postgres() {
         assert_eq!(store.insert_creating_charge(&c).await.unwrap(), Ok(true));
     }
     let admitted = charges_while_the_month_is_held(&db, &store, &live, 20).await;
-    let full = LimitReached {
-        plan: PlanId::Free,
-        resource: Resource::LiveCharges,
-        environment: Some(Environment::Live),
-        limit: 10,
-        usage: 10,
-    };
+    let full = free_live_month_full();
     assert_eq!(
         admitted.iter().filter(|a| **a == Ok(true)).count(),
         1,
