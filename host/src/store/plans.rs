@@ -161,19 +161,23 @@ pub(super) async fn count_charge(
     environment: Environment,
     month: &str,
 ) -> Result<Admission<()>, StoreError> {
-    // The first charge of a month inserts 1: every plan allows at least one.
-    let counted = sqlx::query(&format!(
-        "INSERT INTO plan_usage AS u (merchant_id, environment, month, charges) \
-         VALUES ($1, $2, $3, 1) \
-         ON CONFLICT (merchant_id, environment, month) DO UPDATE SET charges = u.charges + 1 \
-         WHERE u.charges < (SELECT {} FROM merchants m WHERE m.id = u.merchant_id)",
-        charge_limit_sql()
-    ))
-    .bind(merchant_id)
-    .bind(environment.as_str())
-    .bind(month)
-    .execute(&mut *tx)
-    .await?;
+    // The first charge of a month inserts 1: every plan allows at least one. Written once:
+    // every charge runs it.
+    static COUNT: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+        format!(
+            "INSERT INTO plan_usage AS u (merchant_id, environment, month, charges) \
+             VALUES ($1, $2, $3, 1) \
+             ON CONFLICT (merchant_id, environment, month) DO UPDATE SET charges = u.charges + 1 \
+             WHERE u.charges < (SELECT {} FROM merchants m WHERE m.id = u.merchant_id)",
+            charge_limit_sql()
+        )
+    });
+    let counted = sqlx::query(&COUNT)
+        .bind(merchant_id)
+        .bind(environment.as_str())
+        .bind(month)
+        .execute(&mut *tx)
+        .await?;
     if counted.rows_affected() == 1 {
         return Ok(Ok(()));
     }
