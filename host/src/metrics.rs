@@ -12,9 +12,12 @@
 //!   the router's view of PSP health
 //! - `pixgw_webhook_attempts_total{outcome}`: webhook attempts by what comes next: `delivered`,
 //!   `pending` (retried later) or `failed` (given up)
-//! - `pixgw_plan_count_statements_total` and `pixgw_plan_counted_charges_total`: on PostgreSQL,
-//!   the statements that counted charges against their plan's month (admitted or refused them)
-//!   and the charges they counted: their ratio is how many a statement counts together
+//! - `pixgw_batched_statements_total{write}` and `pixgw_batched_writes_total{write}`: on
+//!   PostgreSQL, the statements that wrote many requests' writes together and the writes they
+//!   wrote (`write="plan_count"`: charges counted against their plan's month, admitted or
+//!   refused; `write="webhook_attempt"`: webhook attempts recorded); their ratio is how many a
+//!   statement carries. A statement that failed counts, its writes do not (they are written
+//!   alone)
 //! - `pixgw_background_task_restarts_total{task, reason}`: a background loop that panicked
 //!   (`reason="panic"`) or returned, and was started again
 //!
@@ -126,8 +129,12 @@ pub fn charge_status(provider: &str, status: &'static str) {
         .increment(1);
 }
 
-/// A statement counted `charges` charges against their plan's month (PostgreSQL).
-pub fn plan_count(charges: usize) {
-    metrics::counter!("pixgw_plan_count_statements_total").increment(1);
-    metrics::counter!("pixgw_plan_counted_charges_total").increment(charges as u64);
+/// A statement ran for a batch of `write` (`store/batching.rs`).
+pub fn batched_statement(write: &'static str) {
+    metrics::counter!("pixgw_batched_statements_total", "write" => write).increment(1);
+}
+
+/// A batch's statement wrote `writes` writes of `write`.
+pub fn batched_writes(write: &'static str, writes: usize) {
+    metrics::counter!("pixgw_batched_writes_total", "write" => write).increment(writes as u64);
 }

@@ -17,11 +17,15 @@
 //! and active credentials kept in memory on PostgreSQL while no gateway changes them).
 //!
 //! The charge path's writes go through [`Store::write`] (`group_commit`): on SQLite, many
-//! requests' writes share one transaction and one sync to disk.
+//! requests' writes share one transaction and one sync to disk. On PostgreSQL, where each
+//! request's write is a statement of its own, the busiest ones share statements instead
+//! (`batching`: the plan's count in `plan_counter`, a webhook attempt's record in [`events`]).
 
 pub mod adapter_cache;
 pub mod api_keys;
 pub mod audit;
+mod batching;
+pub use batching::BatchStats;
 pub mod charges;
 pub mod credentials;
 pub mod events;
@@ -36,7 +40,6 @@ pub mod merchants;
 pub mod payment_links;
 mod plan_counter;
 pub mod plans;
-pub use plan_counter::CountStats;
 pub mod retention;
 pub mod routing;
 mod row_cache;
@@ -100,6 +103,8 @@ pub struct Store {
     rows: std::sync::Arc<row_cache::RowCache>,
     /// PostgreSQL: charges counted against their plan's month together (`plan_counter`).
     counter: plan_counter::PlanCounter,
+    /// PostgreSQL: webhook attempts recorded together (`events`).
+    attempts: events::AttemptRecorder,
 }
 
 impl Store {
@@ -217,6 +222,10 @@ impl Store {
                 None => (None, pool.clone()),
             };
         let rows = row_cache::RowCache::new((backend == Backend::Postgres).then(|| url.clone()));
+        let counter = plan_counter::PlanCounter::new(plan_counter::PlanCount {
+            pool: deferred.clone().unwrap_or_else(|| pool.clone()),
+        });
+        let attempts = events::AttemptRecorder::new(events::AttemptRecords { pool: pool.clone() });
         Ok(Store {
             pool,
             reads,
@@ -224,7 +233,8 @@ impl Store {
             backend,
             writer,
             rows,
-            counter: plan_counter::PlanCounter::default(),
+            counter,
+            attempts,
         })
     }
 

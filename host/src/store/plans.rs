@@ -299,12 +299,12 @@ impl Store {
         created_at: i64,
     ) -> Result<Admission<()>, StoreError> {
         let month = crate::plans::month_of(created_at);
-        let pool = self.deferred.as_ref().unwrap_or(&self.pool);
-        if let Some(admission) = self
-            .counter
-            .count(pool, merchant_id, environment, month.clone())
-            .await
-        {
+        let key = super::plan_counter::Month {
+            merchant_id: merchant_id.to_owned(),
+            environment,
+            month: month.clone(),
+        };
+        if let Some(admission) = self.counter.write(key, ()).await {
             return Ok(admission);
         }
         let merchant_id = merchant_id.to_owned();
@@ -315,7 +315,7 @@ impl Store {
     }
 
     /// How PostgreSQL's plan counts went: statements, and the charges they counted together.
-    pub fn plan_count_stats(&self) -> super::CountStats {
+    pub fn plan_count_stats(&self) -> super::BatchStats {
         self.counter.stats()
     }
 

@@ -2,8 +2,9 @@
 //! each endpoint that should get one (and its PSP attempt with it), nothing is claimed for a
 //! disabled or deleted endpoint, recording an attempt never revives a canceled delivery,
 //! leases are fenced by their claim (a worker that lost its lease writes nothing), a lease
-//! that runs out frees the row, a slow endpoint holds only a few rows at once, and the
-//! adapters' durable cache stays within its bound per credential.
+//! that runs out frees the row, a slow endpoint holds only a few rows at once, attempts that
+//! wait on PostgreSQL are recorded together each as it would be alone, and the adapters'
+//! durable cache stays within its bound per credential.
 
 use crate::both_backends;
 use crate::common;
@@ -15,7 +16,9 @@ use common::{poll, records};
 use pixgw::domain::Environment;
 use pixgw::plans::PlanId;
 use pixgw::store::charges::{ChargeRecord, ChargeState, PspUpdate};
-use pixgw::store::events::{AttemptOutcome, ClaimLimits, Emit, EventRecord};
+use pixgw::store::events::{
+    ATTEMPT_STATEMENTS_AT_ONCE, AttemptOutcome, ClaimLimits, DueDelivery, Emit, EventRecord,
+};
 use pixgw::store::routing::AttemptRecord;
 use pixgw::store::{Durability, Store, now_ms};
 
@@ -591,3 +594,219 @@ async fn a_move_writes_its_event_to_the_subscribed_endpoints(backend: Backend) {
     );
 }
 both_backends!(a_move_writes_its_event_to_the_subscribed_endpoints);
+
+/// Holds the rows of `ids` in another transaction until the connection runs `COMMIT`.
+async fn hold_the_deliveries(db: &TestDb, ids: &[&str]) -> sqlx::AnyConnection {
+    use sqlx::Connection;
+    let mut holder = sqlx::AnyConnection::connect(&db.url).await.unwrap();
+    sqlx::query("BEGIN").execute(&mut holder).await.unwrap();
+    for id in ids {
+        sqlx::query("SELECT id FROM webhook_deliveries WHERE id = $1 FOR UPDATE")
+            .bind(id)
+            .fetch_one(&mut holder)
+            .await
+            .unwrap();
+    }
+    holder
+}
+
+/// Waits until the store's attempt recorder has `running` statements and `waiting` attempts.
+async fn until_recording(store: &Store, running: usize, waiting: usize) {
+    for _ in 0..500 {
+        let stats = store.attempt_record_stats();
+        if (stats.running, stats.waiting) == (running, waiting) {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!(
+        "never {running} running and {waiting} waiting: {:?}",
+        store.attempt_record_stats()
+    );
+}
+
+/// Waits until `n` statements of the test's database wait for a lock.
+async fn until_blocked(store: &Store, n: i64) {
+    for _ in 0..500 {
+        let blocked: i64 = sqlx::query_scalar(
+            "SELECT count(*) FROM pg_stat_activity \
+             WHERE datname = current_database() AND wait_event_type = 'Lock'",
+        )
+        .fetch_one(store.pool())
+        .await
+        .unwrap();
+        if blocked == n {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("never {n} statements waiting for a lock");
+}
+
+/// On PostgreSQL: as many statements recording attempts as a gateway runs at once, each
+/// waiting on a row another transaction holds (the first deliveries of `due`), while the
+/// attempts of the rest of `due` come and wait for them; then the rows are let go. Returns
+/// whether each row moved, in `due`'s order.
+async fn records_behind_held_rows(
+    db: &TestDb,
+    store: &Store,
+    due: Vec<DueDelivery>,
+    outcome: &AttemptOutcome,
+) -> Vec<bool> {
+    let at_once = ATTEMPT_STATEMENTS_AT_ONCE;
+    let held: Vec<&str> = due[..at_once]
+        .iter()
+        .map(|d| d.delivery.id.as_str())
+        .collect();
+    let mut holder = hold_the_deliveries(db, &held).await;
+    let record = |due: DueDelivery| {
+        let (store, outcome) = (store.clone(), outcome.clone());
+        tokio::spawn(async move {
+            store
+                .record_attempt(&due.delivery, &due.lease, &outcome)
+                .await
+                .unwrap()
+        })
+    };
+    let n = due.len();
+    let mut due = due.into_iter();
+    let mut recording = Vec::new();
+    // One at a time, each until its statement waits on its row: attempts that come together
+    // while statements may still start would share one.
+    for (i, first) in due.by_ref().take(at_once).enumerate() {
+        recording.push(record(first));
+        until_blocked(store, i as i64 + 1).await;
+    }
+    until_recording(store, at_once, at_once).await;
+    recording.extend(due.map(record));
+    until_recording(store, at_once, n).await;
+    sqlx::query("COMMIT").execute(&mut holder).await.unwrap();
+    futures::future::join_all(recording)
+        .await
+        .into_iter()
+        .map(Result::unwrap)
+        .collect()
+}
+
+/// `n` due deliveries of one endpoint, claimed by one worker.
+async fn claimed(store: &Store, n: usize) -> Vec<DueDelivery> {
+    let merchant = new_merchant(store, "Loja").await;
+    let hook = endpoint(store, &merchant.id, "enabled", false).await;
+    for _ in 0..n {
+        event_to(store, &merchant.id, &[&hook]).await;
+    }
+    let limits = ClaimLimits {
+        lease_ms: 60_000,
+        rows: 64,
+        per_endpoint: 64,
+    };
+    let claimed = store.claim_due_deliveries(limits).await.unwrap();
+    assert_eq!(claimed.len(), n);
+    claimed
+}
+
+fn delivered() -> AttemptOutcome {
+    AttemptOutcome {
+        status_code: Some(200),
+        latency_ms: 7,
+        error: None,
+        response_excerpt: Some("ok".into()),
+        next_status: "delivered",
+        next_attempt_at: now_ms(),
+    }
+}
+
+/// Forty attempts recorded while every statement the gateway runs at once waits are recorded
+/// together: two statements (32 a statement at most), each row moved and its attempt logged as
+/// alone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn attempts_that_wait_are_recorded_together_on_postgres() {
+    let (db, store) = store_on(Backend::Postgres).await;
+    let n = ATTEMPT_STATEMENTS_AT_ONCE + 40;
+    let due = claimed(&store, n).await;
+    let ids: Vec<String> = due.iter().map(|d| d.delivery.id.clone()).collect();
+    let moved = records_behind_held_rows(&db, &store, due, &delivered()).await;
+    assert_eq!(moved, vec![true; n]);
+    let stats = store.attempt_record_stats();
+    assert_eq!(
+        (stats.statements, stats.writes, stats.waiting, stats.running),
+        (ATTEMPT_STATEMENTS_AT_ONCE as u64 + 2, n as u64, 0, 0)
+    );
+    for id in &ids {
+        assert_eq!(status_of(&store, id).await, ("delivered".into(), 1));
+        let attempts = store.attempts_of(id).await.unwrap();
+        let logged: Vec<_> = attempts
+            .iter()
+            .map(|a| {
+                let excerpt = a.response_excerpt.as_deref();
+                (
+                    a.attempt,
+                    a.status_code,
+                    a.latency_ms,
+                    a.error.as_deref(),
+                    excerpt,
+                )
+            })
+            .collect();
+        assert_eq!(logged, [(1, Some(200), 7, None, Some("ok"))]);
+    }
+}
+
+/// In a statement of many, an attempt whose row moved on meanwhile (queued again, taken over)
+/// writes nothing and hears so; the others are recorded, a failure as a retry.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_attempt_that_lost_its_row_is_not_recorded_with_the_others_on_postgres() {
+    let (db, store) = store_on(Backend::Postgres).await;
+    let at_once = ATTEMPT_STATEMENTS_AT_ONCE;
+    let mut due = claimed(&store, at_once + 3).await;
+    let stale = due[at_once + 1].delivery.id.clone();
+    // As if attempted twice already: the row, at 0, is no longer the one this attempt read.
+    due[at_once + 1].delivery.attempts = 2;
+    let retry = AttemptOutcome {
+        error: Some("connection refused".into()),
+        status_code: None,
+        ..failed_attempt()
+    };
+    let moved = records_behind_held_rows(&db, &store, due.clone(), &retry).await;
+    let mut expected = vec![true; at_once + 3];
+    expected[at_once + 1] = false;
+    assert_eq!(moved, expected);
+    assert_eq!(store.attempt_record_stats().writes, at_once as u64 + 3);
+    assert_eq!(status_of(&store, &stale).await, ("pending".into(), 0));
+    assert!(store.attempts_of(&stale).await.unwrap().is_empty());
+    let other = &due[at_once].delivery.id;
+    assert_eq!(status_of(&store, other).await, ("pending".into(), 1));
+    let logged = store.attempts_of(other).await.unwrap();
+    assert_eq!(
+        (
+            logged.len(),
+            logged[0].status_code,
+            logged[0].error.as_deref()
+        ),
+        (1, None, Some("connection refused"))
+    );
+}
+
+/// The same delivery twice among the waiting attempts (which one lease per row rules out) is
+/// not recorded together: each alone, one moves the row, the other finds it moved.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_delivery_twice_in_a_statement_is_recorded_once_on_postgres() {
+    let (db, store) = store_on(Backend::Postgres).await;
+    let at_once = ATTEMPT_STATEMENTS_AT_ONCE;
+    let mut due = claimed(&store, at_once + 1).await;
+    let twice = due[at_once].clone();
+    let id = twice.delivery.id.clone();
+    due.push(twice);
+    let moved = records_behind_held_rows(&db, &store, due, &delivered()).await;
+    // The two run alone at once: either may be the one that moves the row.
+    assert_eq!(moved[..at_once], vec![true; at_once]);
+    assert!(moved[at_once] != moved[at_once + 1], "{moved:?}");
+    let stats = store.attempt_record_stats();
+    assert_eq!(
+        (stats.statements, stats.writes),
+        (at_once as u64 + 1, at_once as u64),
+        "{stats:?}"
+    );
+    assert_eq!(status_of(&store, &id).await, ("delivered".into(), 1));
+    assert_eq!(store.attempts_of(&id).await.unwrap().len(), 1);
+}

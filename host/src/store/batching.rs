@@ -1,0 +1,257 @@
+//! Writes of many requests that a PostgreSQL gateway runs as one statement.
+//!
+//! On PostgreSQL every statement costs the server a round trip, a parse, an executor start and
+//! a commit, and on two cores those costs, not the rows, are what it spends most of its time on.
+//! A [`Batcher`] runs at most [`Batch::AT_ONCE`] statements at a time per key, each in a task of
+//! its own; the writes that come while they all run wait, and the next statement to start
+//! writes all of them. Under load a statement carries as many writes as came meanwhile; with
+//! fewer than that many statements running, a write is a statement as before, after one hop to
+//! a task.
+//!
+//! What a statement writes is a [`Batch`]: the plan's monthly count (`plan_counter`), a webhook
+//! attempt's record (`events`). A batch that cannot write its writes together (a limit that
+//! not all of them fit under, a statement that failed) answers `None`, and each caller writes
+//! alone as it did before batching, so the error, or the refusal, is its own.
+//!
+//! Statements never run in a request's task: a request that is dropped (its client went away)
+//! cannot leave its key waiting for a statement nobody runs, and a write whose request was
+//! dropped before its statement started is left out.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::hash::Hash;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+
+use parking_lot::Mutex;
+use tokio::sync::oneshot;
+
+/// One kind of write that many requests' instances of share a statement.
+pub(super) trait Batch: Send + Sync + 'static {
+    /// Writes of one key share a statement (the row they all update, say); other keys' run
+    /// beside them.
+    type Key: Clone + Eq + Hash + Send + Sync + 'static;
+    type Write: Send + 'static;
+    type Outcome: Send + 'static;
+    /// The `write` label of the batch's metrics.
+    const NAME: &'static str;
+    /// Statements of one key that may run at once: 1 for writes to one row, which would only
+    /// wait for each other on the row's lock.
+    const AT_ONCE: usize;
+    /// Writes one statement carries at most; the rest wait for the next.
+    const MAX_WRITES: usize;
+
+    /// Writes `writes`, all of `key`, in one statement: an outcome for each, in their order,
+    /// or `None` when nothing was written and each must be written alone.
+    fn write_all(
+        &self,
+        key: &Self::Key,
+        writes: Vec<Self::Write>,
+    ) -> impl Future<Output = Option<Vec<Self::Outcome>>> + Send;
+}
+
+/// How a batcher's statements went so far.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BatchStats {
+    /// Batches taken: statements run (failed ones included), and batches given back unrun to
+    /// be written alone.
+    pub statements: u64,
+    /// Writes those statements wrote (or, for a plan's count, refused).
+    pub writes: u64,
+    /// Writes not done yet: in a statement running, or waiting for the next.
+    pub waiting: usize,
+    /// Statements running, or tasks about to run one.
+    pub running: usize,
+}
+
+/// Runs `B`'s writes together; see the module documentation. Clones share it.
+pub(super) struct Batcher<B: Batch> {
+    shared: Arc<Shared<B>>,
+}
+
+impl<B: Batch> Clone for Batcher<B> {
+    fn clone(&self) -> Self {
+        Batcher {
+            shared: self.shared.clone(),
+        }
+    }
+}
+
+impl<B: Batch> std::fmt::Debug for Batcher<B> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Batcher")
+            .field("batch", &B::NAME)
+            .field("stats", &self.stats())
+            .finish()
+    }
+}
+
+/// A write waiting for its statement, and where its outcome goes (`None`: write it alone).
+struct Waiter<B: Batch> {
+    write: B::Write,
+    answer: oneshot::Sender<Option<B::Outcome>>,
+}
+
+/// A key's writes while tasks write for it.
+struct Queue<B: Batch> {
+    /// Who waits for the next statement.
+    waiters: Vec<Waiter<B>>,
+    /// Tasks writing for the key, at most [`Batch::AT_ONCE`].
+    tasks: usize,
+}
+
+struct Shared<B: Batch> {
+    batch: B,
+    /// A key is here while tasks write for it.
+    running: Mutex<HashMap<B::Key, Queue<B>>>,
+    waiting: AtomicUsize,
+    statements: AtomicU64,
+    written: AtomicU64,
+}
+
+impl<B: Batch> Batcher<B> {
+    pub(super) fn new(batch: B) -> Self {
+        Batcher {
+            shared: Arc::new(Shared {
+                batch,
+                running: Mutex::default(),
+                waiting: AtomicUsize::new(0),
+                statements: AtomicU64::new(0),
+                written: AtomicU64::new(0),
+            }),
+        }
+    }
+
+    /// Writes `write` of `key` with the writes that wait beside it. `None`: not written; the
+    /// caller writes it alone.
+    pub(super) async fn write(&self, key: B::Key, write: B::Write) -> Option<B::Outcome> {
+        let (answer, answered) = oneshot::channel();
+        let waiter = Waiter { write, answer };
+        let start = {
+            let mut running = self.shared.running.lock();
+            let start = match running.get_mut(&key) {
+                Some(queue) => {
+                    queue.waiters.push(waiter);
+                    let start = queue.tasks < B::AT_ONCE;
+                    queue.tasks += usize::from(start);
+                    start
+                }
+                None => {
+                    let queue = Queue {
+                        waiters: vec![waiter],
+                        tasks: 1,
+                    };
+                    running.insert(key.clone(), queue);
+                    true
+                }
+            };
+            // Under the lock, where the task takes the list: never subtracted before added.
+            self.shared.waiting.fetch_add(1, Ordering::Relaxed);
+            start
+        };
+        if start {
+            tokio::spawn(write_while_waited_for(self.shared.clone(), key));
+        }
+        // A task that died dropped the answer: written alone, as after a failed statement.
+        answered.await.ok().flatten()
+    }
+
+    pub(super) fn stats(&self) -> BatchStats {
+        BatchStats {
+            statements: self.shared.statements.load(Ordering::Relaxed),
+            writes: self.shared.written.load(Ordering::Relaxed),
+            waiting: self.shared.waiting.load(Ordering::Relaxed),
+            running: self.shared.running.lock().values().map(|q| q.tasks).sum(),
+        }
+    }
+}
+
+/// Runs statements for `key` until nobody waits: each writes every write that came while the
+/// key's statements ran.
+async fn write_while_waited_for<B: Batch>(shared: Arc<Shared<B>>, key: B::Key) {
+    // Should this task end early (a panic), it stops counting as one of the key's, and when it
+    // was the last its waiters, their answers dropped, write alone.
+    let mut guard = Running {
+        shared: &shared,
+        key: Some(&key),
+        writing: 0,
+    };
+    loop {
+        let mut waiters = {
+            let mut running = shared.running.lock();
+            let queue = running.get_mut(&key).expect("held by this task");
+            let waiters: Vec<_> = if queue.waiters.len() <= B::MAX_WRITES {
+                std::mem::take(&mut queue.waiters)
+            } else {
+                queue.waiters.drain(..B::MAX_WRITES).collect()
+            };
+            if waiters.is_empty() {
+                leave(&mut running, &key);
+                guard.key = None;
+                return;
+            }
+            waiters
+        };
+        guard.writing = waiters.len();
+        // A request dropped while it waited (its client went away) wants nothing written.
+        waiters.retain(|w| !w.answer.is_closed());
+        if !waiters.is_empty() {
+            let (writes, answers): (Vec<_>, Vec<_>) =
+                waiters.into_iter().map(|w| (w.write, w.answer)).unzip();
+            let n = writes.len();
+            let outcomes = shared.batch.write_all(&key, writes).await;
+            shared.statements.fetch_add(1, Ordering::Relaxed);
+            crate::metrics::batched_statement(B::NAME);
+            match outcomes {
+                Some(outcomes) if outcomes.len() == n => {
+                    crate::metrics::batched_writes(B::NAME, n);
+                    shared.written.fetch_add(n as u64, Ordering::Relaxed);
+                    for (answer, outcome) in answers.into_iter().zip(outcomes) {
+                        let _ = answer.send(Some(outcome));
+                    }
+                }
+                Some(outcomes) => {
+                    tracing::error!(
+                        batch = B::NAME,
+                        writes = n,
+                        outcomes = outcomes.len(),
+                        "a batch answered for the wrong number of writes; each is written alone"
+                    );
+                    answers.into_iter().for_each(|a| drop(a.send(None)));
+                }
+                None => answers.into_iter().for_each(|a| drop(a.send(None))),
+            }
+        }
+        shared.waiting.fetch_sub(guard.writing, Ordering::Relaxed);
+        guard.writing = 0;
+    }
+}
+
+/// A task stops writing for `key`; the last one frees it. Returns the writes still queued then
+/// (only a task that ends early leaves any).
+fn leave<B: Batch>(running: &mut HashMap<B::Key, Queue<B>>, key: &B::Key) -> usize {
+    let queue = running.get_mut(key).expect("held by this task");
+    queue.tasks -= 1;
+    if queue.tasks > 0 {
+        return 0;
+    }
+    running.remove(key).map_or(0, |q| q.waiters.len())
+}
+
+/// The key a task writes for, left if the task ends without leaving it.
+struct Running<'a, B: Batch> {
+    shared: &'a Shared<B>,
+    key: Option<&'a B::Key>,
+    /// Writes in the statement running.
+    writing: usize,
+}
+
+impl<B: Batch> Drop for Running<'_, B> {
+    fn drop(&mut self) {
+        let Some(key) = self.key else { return };
+        let queued = leave(&mut self.shared.running.lock(), key);
+        self.shared
+            .waiting
+            .fetch_sub(queued + self.writing, Ordering::Relaxed);
+    }
+}
