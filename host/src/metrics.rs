@@ -15,7 +15,8 @@
 //! - `pixgw_batched_statements_total{write}` and `pixgw_batched_writes_total{write}`: on
 //!   PostgreSQL, the statements that wrote many requests' writes together and the writes they
 //!   wrote (`write="plan_count"`: charges counted against their plan's month, admitted or
-//!   refused; `write="webhook_attempt"`: webhook attempts recorded); their ratio is how many a
+//!   refused; `write="webhook_attempt"`: webhook attempts recorded; `write="creating_charge"`:
+//!   charges' `creating` rows inserted); their ratio is how many a
 //!   statement carries. A statement that failed counts, its writes do not (they are written
 //!   alone)
 //! - `pixgw_background_task_restarts_total{task, reason}`: a background loop that panicked

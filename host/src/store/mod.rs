@@ -19,7 +19,8 @@
 //! The charge path's writes go through [`Store::write`] (`group_commit`): on SQLite, many
 //! requests' writes share one transaction and one sync to disk. On PostgreSQL, where each
 //! request's write is a statement of its own, the busiest ones share statements instead
-//! (`batching`: the plan's count in `plan_counter`, a webhook attempt's record in [`events`]).
+//! (`batching`: the plan's count in `plan_counter`, a webhook attempt's record in [`events`],
+//! a charge's `creating` row in [`charges`]).
 
 pub mod adapter_cache;
 pub mod api_keys;
@@ -105,6 +106,8 @@ pub struct Store {
     counter: plan_counter::PlanCounter,
     /// PostgreSQL: webhook attempts recorded together (`events`).
     attempts: events::AttemptRecorder,
+    /// PostgreSQL: charges' `creating` rows inserted together (`charges`).
+    creating: charges::CreatingInserts,
 }
 
 impl Store {
@@ -226,6 +229,7 @@ impl Store {
             pool: deferred.clone().unwrap_or_else(|| pool.clone()),
         });
         let attempts = events::AttemptRecorder::new(events::AttemptRecords { pool: pool.clone() });
+        let creating = charges::CreatingInserts::new(charges::CreatingRows { pool: pool.clone() });
         Ok(Store {
             pool,
             reads,
@@ -235,6 +239,7 @@ impl Store {
             rows,
             counter,
             attempts,
+            creating,
         })
     }
 

@@ -625,24 +625,6 @@ async fn until_recording(store: &Store, running: usize, waiting: usize) {
     );
 }
 
-/// Waits until `n` statements of the test's database wait for a lock.
-async fn until_blocked(store: &Store, n: i64) {
-    for _ in 0..500 {
-        let blocked: i64 = sqlx::query_scalar(
-            "SELECT count(*) FROM pg_stat_activity \
-             WHERE datname = current_database() AND wait_event_type = 'Lock'",
-        )
-        .fetch_one(store.pool())
-        .await
-        .unwrap();
-        if blocked == n {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    panic!("never {n} statements waiting for a lock");
-}
-
 /// On PostgreSQL: as many statements recording attempts as a gateway runs at once, each
 /// waiting on a row another transaction holds (the first deliveries of `due`), while the
 /// attempts of the rest of `due` come and wait for them; then the rows are let go. Returns
@@ -675,7 +657,7 @@ async fn records_behind_held_rows(
     // while statements may still start would share one.
     for (i, first) in due.by_ref().take(at_once).enumerate() {
         recording.push(record(first));
-        until_blocked(store, i as i64 + 1).await;
+        records::until_locks_wait(store, i as i64 + 1).await;
     }
     until_recording(store, at_once, at_once).await;
     recording.extend(due.map(record));

@@ -10,6 +10,7 @@ mod api_surface;
 mod charge_safety;
 mod charges_api;
 mod conformance;
+mod creating_rows;
 mod dashboard;
 mod delivery_leases;
 mod evidence;

@@ -20,6 +20,25 @@ pub async fn store_on(backend: Backend) -> (TestDb, Store) {
     (db, store)
 }
 
+/// Waits until `n` statements on `store`'s PostgreSQL database wait for a lock (held by a test's
+/// own transaction, say).
+pub async fn until_locks_wait(store: &Store, n: i64) {
+    for _ in 0..500 {
+        let waiting: i64 = sqlx::query_scalar(
+            "SELECT count(*) FROM pg_stat_activity \
+             WHERE datname = current_database() AND wait_event_type = 'Lock'",
+        )
+        .fetch_one(store.pool())
+        .await
+        .unwrap();
+        if waiting == n {
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    panic!("never {n} statements waiting for a lock");
+}
+
 /// An active efi credential of `merchant_id` in `environment`, stored.
 pub async fn credential(
     store: &Store,
