@@ -255,3 +255,24 @@ impl<B: Batch> Drop for Running<'_, B> {
             .fetch_sub(queued + self.writing, Ordering::Relaxed);
     }
 }
+
+/// A `VALUES` list of `rows` rows of `columns` parameters each, numbered from `$1` row by row:
+/// `($1, $2), ($3, $4)` for two rows of two.
+pub(super) fn values(rows: usize, columns: usize) -> String {
+    let row = |r: usize| {
+        let params: Vec<String> = (1..=columns)
+            .map(|c| format!("${}", r * columns + c))
+            .collect();
+        format!("({})", params.join(", "))
+    };
+    (0..rows).map(row).collect::<Vec<_>>().join(", ")
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn values_number_parameters_row_by_row() {
+        assert_eq!(super::values(1, 3), "($1, $2, $3)");
+        assert_eq!(super::values(2, 2), "($1, $2), ($3, $4)");
+    }
+}

@@ -1036,43 +1036,18 @@ impl super::batching::Batch for CreatingRows {
         if refs.len() != rows.len() {
             return None;
         }
-        let mut query = sqlx::query_scalar(creating_rows_sql(rows.len()));
+        let mut query = sqlx::query(creating_rows_sql(rows.len()));
         for r in &rows {
-            query = query
-                .bind(&r.id)
-                .bind(&r.merchant_id)
-                .bind(r.environment.as_str())
-                .bind(&r.credential_id)
-                .bind(&r.provider)
-                .bind(r.reference.as_str())
-                .bind(&r.psp_id)
-                .bind(r.status.as_str())
-                .bind(r.amount)
-                .bind(&r.description)
-                .bind(&r.payer_email)
-                .bind(&r.payer_name)
-                .bind(&r.payer_document)
-                .bind(&r.copy_paste)
-                .bind(&r.qr_png_base64)
-                .bind(r.expires_at)
-                .bind(r.metadata.to_string())
-                .bind(r.paid_at)
-                .bind(&r.end_to_end_id)
-                .bind(r.amount_paid)
-                .bind(r.created_at)
-                .bind(r.updated_at)
-                .bind(r.routing.as_ref().map(|r| r.to_string()))
-                .bind(&r.operator_id)
-                .bind(&r.payment_link_id)
-                .bind(&r.payment_link_name)
-                .bind(i64::from(r.paid_late));
+            query = bind_record(query, r);
         }
-        let inserted: Vec<String> = query
+        let inserted: std::collections::HashSet<String> = query
             .fetch_all(&self.pool)
             .await
             .inspect_err(|e| tracing::debug!(error = %e, "creating rows not inserted together"))
-            .ok()?;
-        let inserted: std::collections::HashSet<String> = inserted.into_iter().collect();
+            .ok()?
+            .iter()
+            .map(|row| row.get(0))
+            .collect();
         Some(
             rows.iter()
                 .map(|r| inserted.contains(r.reference.as_str()))
@@ -1083,20 +1058,13 @@ impl super::batching::Batch for CreatingRows {
 
 /// [`CreatingRows`]' statement for `n` rows, built once per number.
 fn creating_rows_sql(n: usize) -> &'static str {
-    const N: usize = 27;
     static TEXTS: std::sync::LazyLock<Vec<String>> = std::sync::LazyLock::new(|| {
         (1..=<CreatingRows as super::batching::Batch>::MAX_WRITES)
             .map(|n| {
-                let values: Vec<String> = (0..n)
-                    .map(|row| {
-                        let p: Vec<String> = (1..=N).map(|c| format!("${}", row * N + c)).collect();
-                        format!("({})", p.join(", "))
-                    })
-                    .collect();
                 format!(
                     "INSERT INTO charges ({COLUMNS}) VALUES {} \
                      ON CONFLICT (reference) DO NOTHING RETURNING reference",
-                    values.join(", ")
+                    super::batching::values(n, 27)
                 )
             })
             .collect()

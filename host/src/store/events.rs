@@ -863,14 +863,6 @@ fn record_rows_sql(n: usize) -> &'static str {
     static TEXTS: std::sync::LazyLock<Vec<String>> = std::sync::LazyLock::new(|| {
         (1..=<AttemptRecords as super::batching::Batch>::MAX_WRITES)
             .map(|n| {
-                let values: Vec<String> = (0..n)
-                    .map(|row| {
-                        let p: Vec<String> = (1..=COLUMNS)
-                            .map(|c| format!("${}", row * COLUMNS + c))
-                            .collect();
-                        format!("({})", p.join(", "))
-                    })
-                    .collect();
                 let ids: Vec<String> = (0..n)
                     .map(|row| format!("${}", row * COLUMNS + 1))
                     .collect();
@@ -894,7 +886,7 @@ fn record_rows_sql(n: usize) -> &'static str {
                          latency_ms, error, response_excerpt) \
                      SELECT id, attempt, at, status_code, latency_ms, error, excerpt FROM moved \
                      RETURNING delivery_id",
-                    values.join(", "),
+                    super::batching::values(n, COLUMNS),
                     ids.join(", ")
                 )
             })

@@ -6,7 +6,7 @@
 use crate::common;
 
 use common::gateway::{Backend, TestDb};
-use common::records::{charge, credential, store_on, until_locks_wait};
+use common::records::{charge, credential, live_charges_this_month, store_on, until_locks_wait};
 use pixgw::domain::Environment;
 use pixgw::plans::PlanId;
 use pixgw::store::charges::{CREATING_STATEMENTS_AT_ONCE, ChargeRecord};
@@ -92,15 +92,6 @@ async fn inserts_behind_reserved_references(
 async fn live_credential(store: &Store) -> CredentialRecord {
     let merchant = store.create_merchant("Loja", PlanId::Basic).await.unwrap();
     credential(store, &merchant.id, Environment::Live).await
-}
-
-async fn live_charges_this_month(store: &Store, merchant_id: &str) -> u64 {
-    let month = pixgw::plans::month_of(now_ms());
-    let (_, used) = store
-        .plan_usage(merchant_id, Environment::Live, &month, now_ms())
-        .await
-        .unwrap();
-    used.get(pixgw::plans::Resource::LiveCharges)
 }
 
 async fn charges_of(store: &Store, merchant_id: &str) -> i64 {

@@ -10,7 +10,7 @@ use crate::common;
 use common::gateway::{
     Backend, Gateway, GatewayOptions, TestDb, cli, cli_output, create_merchant_on,
 };
-use common::records::{charge, credential, endpoint, events_of, store_on};
+use common::records::{charge, credential, endpoint, events_of, live_charges_this_month, store_on};
 use common::start_sim;
 use pixgw::domain::Environment;
 use pixgw::plans::{LimitReached, PlanId, Resource};
@@ -879,15 +879,6 @@ async fn until_waiting(store: &Store, n: usize) {
         tokio::time::sleep(std::time::Duration::from_millis(10)).await;
     }
     panic!("never {n} waiting: {:?}", store.plan_count_stats());
-}
-
-async fn live_charges_this_month(store: &Store, merchant_id: &str) -> u64 {
-    let month = pixgw::plans::month_of(now_ms());
-    let (_, used) = store
-        .plan_usage(merchant_id, Environment::Live, &month, now_ms())
-        .await
-        .unwrap();
-    used.get(Resource::LiveCharges)
 }
 
 /// On PostgreSQL: the month's counter row held by another transaction while `n` charges of

@@ -39,6 +39,16 @@ pub async fn until_locks_wait(store: &Store, n: i64) {
     panic!("never {n} statements waiting for a lock");
 }
 
+/// Live charges of `merchant_id` counted against its plan this month.
+pub async fn live_charges_this_month(store: &Store, merchant_id: &str) -> u64 {
+    let month = pixgw::plans::month_of(now_ms());
+    let (_, used) = store
+        .plan_usage(merchant_id, Environment::Live, &month, now_ms())
+        .await
+        .unwrap();
+    used.get(pixgw::plans::Resource::LiveCharges)
+}
+
 /// An active efi credential of `merchant_id` in `environment`, stored.
 pub async fn credential(
     store: &Store,
