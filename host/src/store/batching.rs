@@ -256,6 +256,29 @@ impl<B: Batch> Drop for Running<'_, B> {
     }
 }
 
+/// The outcomes of a batch whose statement returns the key of each row it wrote: each write
+/// answered by whether its key came back. `None`, running nothing, when two writes share a key:
+/// the statement would write that row once and answer both (written alone, the second finds
+/// the row taken); and `None` when the statement failed (logged with `what`).
+pub(super) async fn written_by_key<T, E: std::fmt::Display>(
+    what: &'static str,
+    writes: &[T],
+    key: impl Fn(&T) -> &str,
+    statement: impl Future<Output = Result<std::collections::HashSet<String>, E>>,
+) -> Option<Vec<bool>> {
+    let keys: std::collections::HashSet<&str> = writes.iter().map(&key).collect();
+    if keys.len() != writes.len() {
+        return None;
+    }
+    let written = statement
+        .await
+        .inspect_err(
+            |e| tracing::debug!(error = %e, writes = writes.len(), "{what} not written together"),
+        )
+        .ok()?;
+    Some(writes.iter().map(|w| written.contains(key(w))).collect())
+}
+
 /// A `VALUES` list of `rows` rows of `columns` parameters each, numbered from `$1` row by row:
 /// `($1, $2), ($3, $4)` for two rows of two.
 pub(super) fn values(rows: usize, columns: usize) -> String {

@@ -1029,30 +1029,16 @@ impl super::batching::Batch for CreatingRows {
     /// Whether each row was inserted: `false` when its reference was taken (a retry of a
     /// request that reserved it, as alone).
     async fn write_all(&self, _: &(), rows: Vec<ChargeRecord>) -> Option<Vec<bool>> {
-        // One reference twice in a statement would be inserted once and answered twice: alone,
-        // where the second finds it taken.
-        let refs: std::collections::HashSet<&str> =
-            rows.iter().map(|r| r.reference.as_str()).collect();
-        if refs.len() != rows.len() {
-            return None;
-        }
         let mut query = sqlx::query(creating_rows_sql(rows.len()));
         for r in &rows {
             query = bind_record(query, r);
         }
-        let inserted: std::collections::HashSet<String> = query
-            .fetch_all(&self.pool)
+        let inserted = async {
+            let returned = query.fetch_all(&self.pool).await?;
+            Ok::<_, sqlx::Error>(returned.iter().map(|row| row.get(0)).collect())
+        };
+        super::batching::written_by_key("creating rows", &rows, |r| r.reference.as_str(), inserted)
             .await
-            .inspect_err(|e| tracing::debug!(error = %e, "creating rows not inserted together"))
-            .ok()?
-            .iter()
-            .map(|row| row.get(0))
-            .collect();
-        Some(
-            rows.iter()
-                .map(|r| inserted.contains(r.reference.as_str()))
-                .collect(),
-        )
     }
 }
 

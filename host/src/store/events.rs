@@ -806,21 +806,11 @@ impl super::batching::Batch for AttemptRecords {
     /// Eleven parameters a row; a statement's text for each number of rows.
     const MAX_WRITES: usize = 32;
 
+    /// A delivery twice in one batch is written alone (one worker holds a row's lease, so this
+    /// does not happen).
     async fn write_all(&self, _: &(), rows: Vec<AttemptRow>) -> Option<Vec<bool>> {
-        // A delivery twice in one statement would be moved once and answered twice: written
-        // alone, where the second finds its lease gone. (One worker holds a row's lease, so
-        // this does not happen.)
-        let ids: std::collections::HashSet<&str> = rows.iter().map(|r| r.id.as_str()).collect();
-        if ids.len() != rows.len() {
-            return None;
-        }
-        let moved = record_rows(&self.pool, &rows)
-            .await
-            .inspect_err(|e| {
-                tracing::debug!(error = %e, attempts = rows.len(), "webhook attempts not recorded together")
-            })
-            .ok()?;
-        Some(rows.iter().map(|r| moved.contains(&r.id)).collect())
+        let moved = record_rows(&self.pool, &rows);
+        super::batching::written_by_key("webhook attempts", &rows, |r| r.id.as_str(), moved).await
     }
 }
 
