@@ -16,7 +16,8 @@
 //!   PostgreSQL, the statements that wrote many requests' writes together and the writes they
 //!   wrote (`write="plan_count"`: charges counted against their plan's month, admitted or
 //!   refused; `write="webhook_attempt"`: webhook attempts recorded; `write="creating_charge"`:
-//!   charges' `creating` rows inserted); their ratio is how many a
+//!   charges' `creating` rows inserted; `write="idempotency_claim"`: idempotency keys claimed,
+//!   or found held and then read alone); their ratio is how many a
 //!   statement carries. A statement that failed counts, its writes do not (they are written
 //!   alone)
 //! - `pixgw_background_task_restarts_total{task, reason}`: a background loop that panicked

@@ -9,7 +9,8 @@
 //! a task.
 //!
 //! What a statement writes is a [`Batch`]: the plan's monthly count (`plan_counter`), a webhook
-//! attempt's record (`events`). A batch that cannot write its writes together (a limit that
+//! attempt's record (`events`), a charge's `creating` row (`charges`), an idempotency key's
+//! claim (`idempotency`). A batch that cannot write its writes together (a limit that
 //! not all of them fit under, a statement that failed) answers `None`, and each caller writes
 //! alone as it did before batching, so the error, or the refusal, is its own.
 //!

@@ -3,7 +3,9 @@
 //! The claim is one `INSERT … ON CONFLICT DO NOTHING`, so of N concurrent requests with one key
 //! exactly one proceeds, on SQLite and on PostgreSQL shared by several gateways. The claim also
 //! reserves the charge reference: if the first request dies half-way, a retry after its lock
-//! expires resumes with the same reference, so the PSP cannot create a second charge.
+//! expires resumes with the same reference, so the PSP cannot create a second charge. On
+//! PostgreSQL the claims that wait while others run share that `INSERT` ([`NewKeys`]); a key
+//! one of them finds held is then read alone.
 //!
 //! A lock belongs to one request (its `lock_owner`): the request renews it while it runs
 //! ([`Store::hold_idempotency_key`]), so it can be short and a crashed gateway's key is free
@@ -57,6 +59,26 @@ impl Store {
             scope.key.to_owned(),
         );
         let (request_hash, reference) = (request_hash.to_owned(), reference.to_owned());
+        if self.backend == super::Backend::Postgres {
+            // Usually a key nobody holds: inserted with the claims that wait beside it
+            // ([`NewKeys`]). Any other outcome (taken, replayed, expired) is read alone below.
+            let now = now_ms();
+            let lock = uuid::Uuid::new_v4().simple().to_string();
+            let new = NewKey {
+                merchant_id: merchant.clone(),
+                environment,
+                key: key.clone(),
+                request_hash: request_hash.clone(),
+                reference: reference.clone(),
+                locked_until: now + lock_ms,
+                created_at: now,
+                expires_at: now + ttl_ms,
+                lock: lock.clone(),
+            };
+            if self.claims.write((), new).await == Some(true) {
+                return Ok(Claim::Fresh { reference, lock });
+            }
+        }
         // Deferred: the charge's `creating` row is written durably before any PSP call and
         // carries this claim to disk with it; a claim lost alone in a crash lost nothing.
         // Without a transaction on PostgreSQL: each statement of the claim stands alone (an
@@ -72,6 +94,12 @@ impl Store {
             })
         })
         .await
+    }
+
+    /// How PostgreSQL's claims of new keys went: statements, and the keys they claimed
+    /// together or found taken.
+    pub fn idempotency_claim_stats(&self) -> super::BatchStats {
+        self.claims.stats()
     }
 
     /// Stores the answer of the request holding `lock`, kept until `expires_at` at least. When
@@ -377,6 +405,87 @@ async fn claim_on(
         });
     }
     Ok(Claim::InProgress)
+}
+
+/// Claims of new keys on PostgreSQL, many in one statement; see [`NewKeys`].
+pub(super) type KeyClaims = super::batching::Batcher<NewKeys>;
+
+/// Statements claiming new keys that one PostgreSQL gateway runs at once.
+pub const CLAIM_STATEMENTS_AT_ONCE: usize = 4;
+
+/// Claims of keys on PostgreSQL, as many as wait in one `INSERT … VALUES (…), (…) ON CONFLICT
+/// DO NOTHING RETURNING lock_owner`: a claim is a statement a charge with a key before. A key
+/// that is not inserted (held, answered, expired, or claimed twice in one statement, where the
+/// first row wins as it would have by arriving first) is claimed alone ([`claim_on`]), which
+/// reads what holds it. On the deferred pool, as alone: the charge's durable `creating` row
+/// takes the claim to disk with it.
+pub(super) struct NewKeys {
+    pub pool: sqlx::AnyPool,
+}
+
+/// A key to insert, held by `lock` (new for each claim: the statement answers by it).
+pub(super) struct NewKey {
+    merchant_id: String,
+    environment: Environment,
+    key: String,
+    request_hash: String,
+    reference: String,
+    locked_until: i64,
+    created_at: i64,
+    expires_at: i64,
+    lock: String,
+}
+
+impl super::batching::Batch for NewKeys {
+    type Key = ();
+    type Write = NewKey;
+    type Outcome = bool;
+    const NAME: &'static str = "idempotency_claim";
+    const AT_ONCE: usize = CLAIM_STATEMENTS_AT_ONCE;
+    /// Nine parameters a row; a statement's text for each number of rows.
+    const MAX_WRITES: usize = 32;
+
+    /// Whether each key was inserted, so claimed by its write.
+    async fn write_all(&self, _: &(), keys: Vec<NewKey>) -> Option<Vec<bool>> {
+        let mut query = sqlx::query(new_keys_sql(keys.len()));
+        for k in &keys {
+            query = query
+                .bind(k.merchant_id.as_str())
+                .bind(k.environment.as_str())
+                .bind(k.key.as_str())
+                .bind(k.request_hash.as_str())
+                .bind(k.reference.as_str())
+                .bind(k.locked_until)
+                .bind(k.created_at)
+                .bind(k.expires_at)
+                .bind(k.lock.as_str());
+        }
+        let inserted = async {
+            let returned = query.fetch_all(&self.pool).await?;
+            Ok::<_, sqlx::Error>(returned.iter().map(|row| row.get(0)).collect())
+        };
+        // By lock, unique to each claim: one key twice in a statement is not a reason to claim
+        // them alone, since the statement inserts the first and answers the second as taken.
+        super::batching::written_by_key("idempotency claims", &keys, |k| k.lock.as_str(), inserted)
+            .await
+    }
+}
+
+/// [`NewKeys`]' statement for `n` rows, built once per number.
+fn new_keys_sql(n: usize) -> &'static str {
+    static TEXTS: std::sync::LazyLock<Vec<String>> = std::sync::LazyLock::new(|| {
+        (1..=<NewKeys as super::batching::Batch>::MAX_WRITES)
+            .map(|n| {
+                format!(
+                    "INSERT INTO idempotency_keys (merchant_id, environment, key, request_hash, \
+                     reference, locked_until, created_at, expires_at, lock_owner) VALUES {} \
+                     ON CONFLICT DO NOTHING RETURNING lock_owner",
+                    super::batching::values(n, 9)
+                )
+            })
+            .collect()
+    });
+    &TEXTS[n - 1]
 }
 
 /// The write of [`Store::complete_idempotency_key`].

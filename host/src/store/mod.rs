@@ -20,7 +20,7 @@
 //! requests' writes share one transaction and one sync to disk. On PostgreSQL, where each
 //! request's write is a statement of its own, the busiest ones share statements instead
 //! (`batching`: the plan's count in `plan_counter`, a webhook attempt's record in [`events`],
-//! a charge's `creating` row in [`charges`]).
+//! a charge's `creating` row in [`charges`], an idempotency key's claim in [`idempotency`]).
 
 pub mod adapter_cache;
 pub mod api_keys;
@@ -108,6 +108,8 @@ pub struct Store {
     attempts: events::AttemptRecorder,
     /// PostgreSQL: charges' `creating` rows inserted together (`charges`).
     creating: charges::CreatingInserts,
+    /// PostgreSQL: idempotency keys claimed together (`idempotency`).
+    claims: idempotency::KeyClaims,
 }
 
 impl Store {
@@ -230,6 +232,9 @@ impl Store {
         });
         let attempts = events::AttemptRecorder::new(events::AttemptRecords { pool: pool.clone() });
         let creating = charges::CreatingInserts::new(charges::CreatingRows { pool: pool.clone() });
+        let claims = idempotency::KeyClaims::new(idempotency::NewKeys {
+            pool: deferred.clone().unwrap_or_else(|| pool.clone()),
+        });
         Ok(Store {
             pool,
             reads,
@@ -240,6 +245,7 @@ impl Store {
             counter,
             attempts,
             creating,
+            claims,
         })
     }
 

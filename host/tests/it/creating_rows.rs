@@ -6,7 +6,7 @@
 use crate::common;
 
 use common::gateway::{Backend, TestDb};
-use common::records::{charge, credential, live_charges_this_month, store_on, until_locks_wait};
+use common::records::{behind_held_rows, charge, credential, live_charges_this_month, store_on};
 use pixgw::domain::Environment;
 use pixgw::plans::PlanId;
 use pixgw::store::charges::{CREATING_STATEMENTS_AT_ONCE, ChargeRecord};
@@ -38,21 +38,6 @@ async fn reserve_references(db: &TestDb, charges: &[ChargeRecord]) -> sqlx::AnyC
     holder
 }
 
-/// Waits until the store's `creating` inserts have `running` statements and `waiting` rows.
-async fn until_inserting(store: &Store, running: usize, waiting: usize) {
-    for _ in 0..500 {
-        let stats = store.creating_insert_stats();
-        if (stats.running, stats.waiting) == (running, waiting) {
-            return;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
-    }
-    panic!(
-        "never {running} running and {waiting} waiting: {:?}",
-        store.creating_insert_stats()
-    );
-}
-
 /// As many inserts as a gateway runs at once, each waiting on a reference another
 /// transaction reserved (the first charges of `charges`), while the rest come and wait for
 /// them; then that transaction ends (`end`: `COMMIT` or `ROLLBACK`). Returns each charge's
@@ -64,29 +49,13 @@ async fn inserts_behind_reserved_references(
     end: &str,
 ) -> Vec<pixgw::plans::Admission<bool>> {
     let at_once = CREATING_STATEMENTS_AT_ONCE;
-    let mut holder = reserve_references(db, &charges[..at_once]).await;
+    let holder = reserve_references(db, &charges[..at_once]).await;
     let insert = |c: ChargeRecord| {
         let store = store.clone();
         tokio::spawn(async move { store.insert_creating_charge(&c).await.unwrap() })
     };
-    let n = charges.len();
-    let mut charges = charges.into_iter();
-    let mut inserting = Vec::new();
-    // One at a time, each until its statement waits on its reference: inserts that come
-    // together while statements may still start would share one.
-    for (i, first) in charges.by_ref().take(at_once).enumerate() {
-        inserting.push(insert(first));
-        until_locks_wait(store, i as i64 + 1).await;
-    }
-    until_inserting(store, at_once, at_once).await;
-    inserting.extend(charges.map(insert));
-    until_inserting(store, at_once, n).await;
-    sqlx::query(end).execute(&mut holder).await.unwrap();
-    futures::future::join_all(inserting)
-        .await
-        .into_iter()
-        .map(Result::unwrap)
-        .collect()
+    let stats = || store.creating_insert_stats();
+    behind_held_rows(store, holder, end, at_once, stats, charges, insert).await
 }
 
 async fn live_credential(store: &Store) -> CredentialRecord {

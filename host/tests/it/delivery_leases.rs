@@ -610,21 +610,6 @@ async fn hold_the_deliveries(db: &TestDb, ids: &[&str]) -> sqlx::AnyConnection {
     holder
 }
 
-/// Waits until the store's attempt recorder has `running` statements and `waiting` attempts.
-async fn until_recording(store: &Store, running: usize, waiting: usize) {
-    for _ in 0..500 {
-        let stats = store.attempt_record_stats();
-        if (stats.running, stats.waiting) == (running, waiting) {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    panic!(
-        "never {running} running and {waiting} waiting: {:?}",
-        store.attempt_record_stats()
-    );
-}
-
 /// On PostgreSQL: as many statements recording attempts as a gateway runs at once, each
 /// waiting on a row another transaction holds (the first deliveries of `due`), while the
 /// attempts of the rest of `due` come and wait for them; then the rows are let go. Returns
@@ -640,7 +625,7 @@ async fn records_behind_held_rows(
         .iter()
         .map(|d| d.delivery.id.as_str())
         .collect();
-    let mut holder = hold_the_deliveries(db, &held).await;
+    let holder = hold_the_deliveries(db, &held).await;
     let record = |due: DueDelivery| {
         let (store, outcome) = (store.clone(), outcome.clone());
         tokio::spawn(async move {
@@ -650,24 +635,8 @@ async fn records_behind_held_rows(
                 .unwrap()
         })
     };
-    let n = due.len();
-    let mut due = due.into_iter();
-    let mut recording = Vec::new();
-    // One at a time, each until its statement waits on its row: attempts that come together
-    // while statements may still start would share one.
-    for (i, first) in due.by_ref().take(at_once).enumerate() {
-        recording.push(record(first));
-        records::until_locks_wait(store, i as i64 + 1).await;
-    }
-    until_recording(store, at_once, at_once).await;
-    recording.extend(due.map(record));
-    until_recording(store, at_once, n).await;
-    sqlx::query("COMMIT").execute(&mut holder).await.unwrap();
-    futures::future::join_all(recording)
-        .await
-        .into_iter()
-        .map(Result::unwrap)
-        .collect()
+    let stats = || store.attempt_record_stats();
+    records::behind_held_rows(store, holder, "COMMIT", at_once, stats, due, record).await
 }
 
 /// `n` due deliveries of one endpoint, claimed by one worker.

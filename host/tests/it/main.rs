@@ -14,6 +14,7 @@ mod creating_rows;
 mod dashboard;
 mod delivery_leases;
 mod evidence;
+mod idempotency_claims;
 mod integrators;
 mod migrations;
 mod payments;

@@ -7,7 +7,7 @@ use pixgw::domain::{ChargeId, CredentialId, Environment, Reference};
 use pixgw::store::charges::{ChargeRecord, ChargeState};
 use pixgw::store::credentials::CredentialRecord;
 use pixgw::store::events::EventRecord;
-use pixgw::store::{Store, now_ms};
+use pixgw::store::{BatchStats, Store, now_ms};
 use serde_json::json;
 
 use super::gateway::{Backend, TestDb};
@@ -37,6 +37,55 @@ pub async fn until_locks_wait(store: &Store, n: i64) {
         tokio::time::sleep(std::time::Duration::from_millis(10)).await;
     }
     panic!("never {n} statements waiting for a lock");
+}
+
+/// Waits until the batched write whose stats `stats` reads has `running` statements and
+/// `waiting` writes.
+async fn until_batched(stats: &impl Fn() -> BatchStats, running: usize, waiting: usize) {
+    for _ in 0..500 {
+        let now = stats();
+        if (now.running, now.waiting) == (running, waiting) {
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    panic!(
+        "never {running} running and {waiting} waiting: {:?}",
+        stats()
+    );
+}
+
+/// On PostgreSQL, writes that share statements (their stats read by `stats`): the first
+/// `at_once` of `writes` each start a statement waiting on a row `holder`'s transaction holds,
+/// then the rest come and wait behind them, then `end` (`COMMIT` or `ROLLBACK`) ends that
+/// transaction. Returns what each `write` returned, in order.
+pub async fn behind_held_rows<W, T: Send + 'static>(
+    store: &Store,
+    mut holder: sqlx::AnyConnection,
+    end: &str,
+    at_once: usize,
+    stats: impl Fn() -> BatchStats,
+    writes: Vec<W>,
+    write: impl Fn(W) -> tokio::task::JoinHandle<T>,
+) -> Vec<T> {
+    let n = writes.len();
+    let mut writes = writes.into_iter();
+    let mut started = Vec::new();
+    // One at a time, each until its statement waits on its row: writes that come together
+    // while statements may still start would share one.
+    for (i, first) in writes.by_ref().take(at_once).enumerate() {
+        started.push(write(first));
+        until_locks_wait(store, i as i64 + 1).await;
+    }
+    until_batched(&stats, at_once, at_once).await;
+    started.extend(writes.map(&write));
+    until_batched(&stats, at_once, n).await;
+    sqlx::query(end).execute(&mut holder).await.unwrap();
+    futures::future::join_all(started)
+        .await
+        .into_iter()
+        .map(Result::unwrap)
+        .collect()
 }
 
 /// Live charges of `merchant_id` counted against its plan this month.
