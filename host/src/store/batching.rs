@@ -280,6 +280,17 @@ pub(super) async fn written_by_key<T, E: std::fmt::Display>(
     Some(writes.iter().map(|w| written.contains(key(w))).collect())
 }
 
+/// The first column of each row `query` returns, as text: for [`written_by_key`], the keys of
+/// the rows a batch's statement wrote.
+pub(super) async fn returned_keys(
+    pool: &sqlx::AnyPool,
+    query: super::events::AnyQuery<'_>,
+) -> Result<std::collections::HashSet<String>, sqlx::Error> {
+    use sqlx::Row;
+    let returned = query.fetch_all(pool).await?;
+    returned.iter().map(|row| row.try_get(0)).collect()
+}
+
 /// A `VALUES` list of `rows` rows of `columns` parameters each, numbered from `$1` row by row:
 /// `($1, $2), ($3, $4)` for two rows of two.
 pub(super) fn values(rows: usize, columns: usize) -> String {

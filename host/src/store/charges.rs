@@ -1033,10 +1033,7 @@ impl super::batching::Batch for CreatingRows {
         for r in &rows {
             query = bind_record(query, r);
         }
-        let inserted = async {
-            let returned = query.fetch_all(&self.pool).await?;
-            Ok::<_, sqlx::Error>(returned.iter().map(|row| row.get(0)).collect())
-        };
+        let inserted = super::batching::returned_keys(&self.pool, query);
         super::batching::written_by_key("creating rows", &rows, |r| r.reference.as_str(), inserted)
             .await
     }

@@ -460,10 +460,7 @@ impl super::batching::Batch for NewKeys {
                 .bind(k.expires_at)
                 .bind(k.lock.as_str());
         }
-        let inserted = async {
-            let returned = query.fetch_all(&self.pool).await?;
-            Ok::<_, sqlx::Error>(returned.iter().map(|row| row.get(0)).collect())
-        };
+        let inserted = super::batching::returned_keys(&self.pool, query);
         // By lock, unique to each claim: one key twice in a statement is not a reason to claim
         // them alone, since the statement inserts the first and answers the second as taken.
         super::batching::written_by_key("idempotency claims", &keys, |k| k.lock.as_str(), inserted)
