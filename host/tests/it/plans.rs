@@ -11,7 +11,8 @@ use common::gateway::{
     Backend, Gateway, GatewayOptions, TestDb, cli, cli_output, create_merchant_on,
 };
 use common::records::{
-    charge, credential, endpoint, events_of, live_charges_this_month, store_on, until_locks_wait,
+    behind_held_rows, charge, credential, endpoint, events_of, live_charges_this_month, store_on,
+    until_locks_wait,
 };
 use common::start_sim;
 use pixgw::domain::Environment;
@@ -898,23 +899,20 @@ async fn charges_while_the_month_is_held(
 ) -> Vec<pixgw::plans::Admission<bool>> {
     let holder = hold_the_month(db, &live.merchant_id).await;
     let at = now_ms();
-    let insert = |i: usize| {
-        let (store, c) = (store.clone(), charge(live, at + i as i64));
-        tokio::spawn(async move { store.insert_creating_charge(&c).await.unwrap() })
-    };
-    let mut racing = vec![insert(0)];
-    until_waiting(store, 1).await;
-    until_locks_wait(store, 1).await;
-    racing.extend((1..n).map(insert));
-    // Every charge is in the counter (one count waiting on the row, the rest behind it) before
-    // the row is let go.
-    until_waiting(store, n).await;
-    let_the_month_go(holder).await;
-    futures::future::join_all(racing)
-        .await
-        .into_iter()
-        .map(Result::unwrap)
-        .collect()
+    let charges = (0..n).map(|i| charge(live, at + i as i64)).collect();
+    behind_held_rows(
+        store,
+        holder,
+        "COMMIT",
+        1,
+        || store.plan_count_stats(),
+        charges,
+        |c| {
+            let store = store.clone();
+            tokio::spawn(async move { store.insert_creating_charge(&c).await.unwrap() })
+        },
+    )
+    .await
 }
 
 /// Twenty charges that come while a count runs are counted together: at most two statements
@@ -1000,6 +998,8 @@ async fn a_charge_dropped_while_it_waits_is_not_counted_on_postgres() {
     // One count running (waiting on the row), then four behind it; two of those are dropped.
     let running = insert(now_ms() + 1);
     until_waiting(&store, 1).await;
+    // Its statement is on the row before the others come, so they are behind it, not in it.
+    until_locks_wait(&store, 1).await;
     let mut behind: Vec<_> = (2..6).map(|i| insert(now_ms() + i)).collect();
     until_waiting(&store, 5).await;
     for dropped in [behind.remove(2), behind.remove(0)] {
