@@ -915,8 +915,8 @@ async fn charges_while_the_month_is_held(
     .await
 }
 
-/// Twenty charges that come while a count runs are counted together: at most two statements
-/// (the one that was running with those that came before it, and one for the rest), not twenty.
+/// Twenty charges that come while a count runs are counted in two statements, not twenty: the
+/// first's, which waited on the row, and one for the nineteen that came meanwhile.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn charges_that_wait_are_counted_together_on_postgres() {
     let (db, store) = store_on(Backend::Postgres).await;
