@@ -2,7 +2,7 @@
 //! lowercase name; the API shows every state but `creating`.
 
 /// Where a charge is in its life. `Creating` is internal: the API never shows it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum ChargeState {
     Creating,

@@ -9,8 +9,8 @@
 //! a task.
 //!
 //! What a statement writes is a [`Batch`]: the plan's monthly count (`plan_counter`), a webhook
-//! attempt's record (`events`), a charge's `creating` row (`charges`), an idempotency key's
-//! claim (`idempotency`). A batch that cannot write its writes together (a limit that
+//! attempt's record (`events`), a charge's `creating` row and its move out of it (`charges`),
+//! an idempotency key's claim (`idempotency`). A batch that cannot write its writes together (a limit that
 //! not all of them fit under, a statement that failed) answers `None`, and each caller writes
 //! alone as it did before batching, so the error, or the refusal, is its own.
 //!
@@ -291,6 +291,30 @@ pub(super) async fn returned_keys(
     returned.iter().map(|row| row.try_get(0)).collect()
 }
 
+/// Where a statement's part takes its values: parameters numbered from `$first` (a write of
+/// its own), or the columns `v.{prefix}0`, `v.{prefix}1`, … of a batch's `VALUES` list `v`
+/// (one row per write).
+#[derive(Clone, Copy)]
+pub(super) enum Values {
+    Parameters(usize),
+    Columns(&'static str),
+}
+
+impl Values {
+    /// The `i`-th value (from 0).
+    pub(super) fn at(self, i: usize) -> String {
+        match self {
+            Values::Parameters(first) => format!("${}", first + i),
+            Values::Columns(prefix) => format!("v.{prefix}{i}"),
+        }
+    }
+
+    /// Values `0..n`, separated by commas.
+    pub(super) fn list(self, n: usize) -> String {
+        (0..n).map(|i| self.at(i)).collect::<Vec<_>>().join(", ")
+    }
+}
+
 /// A `VALUES` list of `rows` rows of `columns` parameters each, numbered from `$1` row by row:
 /// `($1, $2), ($3, $4)` for two rows of two.
 pub(super) fn values(rows: usize, columns: usize) -> String {
@@ -309,5 +333,12 @@ mod tests {
     fn values_number_parameters_row_by_row() {
         assert_eq!(super::values(1, 3), "($1, $2, $3)");
         assert_eq!(super::values(2, 2), "($1, $2), ($3, $4)");
+    }
+
+    #[test]
+    fn values_are_parameters_or_a_batch_s_columns() {
+        use super::Values;
+        assert_eq!(Values::Parameters(14).list(3), "$14, $15, $16");
+        assert_eq!(Values::Columns("a").list(2), "v.a0, v.a1");
     }
 }

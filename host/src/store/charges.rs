@@ -4,6 +4,7 @@
 
 use sqlx::Row;
 
+use super::batching::Values;
 use super::events::{AnyQuery, EventRecord};
 use super::{Columns, OnDisk, Store, StoreError};
 use crate::domain::{Environment, Reference};
@@ -153,6 +154,12 @@ impl Store {
     /// inserted together.
     pub fn creating_insert_stats(&self) -> super::BatchStats {
         self.creating.stats()
+    }
+
+    /// How PostgreSQL's moves of charges their callers knew went ([`KnownMoves`]):
+    /// statements, and the moves they wrote together.
+    pub fn known_move_stats(&self) -> super::BatchStats {
+        self.moves.stats()
     }
 
     /// [`Store::insert_creating_charge`] on PostgreSQL: the count, then the insert.
@@ -413,7 +420,8 @@ impl Store {
     /// [`Store::transition_charge`] for the charge path, as one unit of the group commit
     /// ([`Store::write_with`]), with the PSP attempt that led to the move recorded with it.
     /// With `known`, the charge as the caller knows it (the one it wrote or read), PostgreSQL
-    /// moves it in one statement ([`transition_fused`]) if the stored row is still that.
+    /// moves it in one statement, with the other such moves that wait ([`KnownMoves`]), if
+    /// the stored row is still that.
     #[allow(clippy::too_many_arguments)]
     pub async fn transition_charge_with(
         &self,
@@ -437,28 +445,28 @@ impl Store {
             emit,
             answer,
         };
-        let mut fused = None;
+        let mut together = None;
         if let (super::Backend::Postgres, Some(known)) = (backend, known.filter(|k| k.id == id)) {
-            // The attempt is written by the statement, moved or not.
-            let asked = MoveOf {
-                attempt: asked.attempt.take(),
-                ..asked.clone()
-            };
-            fused = self
-                // Durable, whatever was asked: on the main pool's sessions. The deferred pool's
-                // four connections, taking a statement of every charge, held the load back
-                // (`cargo xtask load --compare`: 205–234 charges a second against 233–263);
-                // here, with one commit waiting for the WAL's flush, 177–215 against 168–203.
-                .write_autocommit(super::Durability::Durable, move |conn| {
-                    Box::pin(async move {
-                        let moved = transition_fused(conn, &known, &asked.as_move()).await?;
-                        Ok(moved.map(|(moved, body)| (Some(moved), body)))
-                    })
-                })
-                .await?;
-            // `None`: not moved; the transaction below decides from the row as stored.
+            let (shape, write, predicted) = asked.known(known);
+            let body = write.answer.as_ref().map(|(_, body)| body.clone());
+            match self.moves.write(shape, write).await {
+                Some(MoveOutcome::Moved(stored)) => {
+                    if stored != predicted {
+                        // Cannot happen while `moved_by` is the `UPDATE`'s `SET`: the row was
+                        // `known`.
+                        tracing::error!(charge = %stored.id, "a charge moved in one statement differs from its prediction; its event and answer were rendered from the prediction");
+                    }
+                    together = Some((Some(stored), body));
+                }
+                // Not moved, its attempt written: the transaction below decides from the row
+                // as stored.
+                Some(MoveOutcome::NotMoved) => asked.attempt = None,
+                Some(MoveOutcome::Unread(e)) => return Err(e),
+                // Nothing written: the transaction below writes it all.
+                Some(MoveOutcome::Alone) | None => {}
+            }
         }
-        let (moved, body) = match fused {
+        let (moved, body) = match together {
             Some(moved) => moved,
             None => {
                 self.write_with(durability, move |conn| {
@@ -769,6 +777,35 @@ struct MoveOf {
 }
 
 impl MoveOf {
+    /// This move of the charge its caller knows as `known`, as [`KnownMoves`] writes it: the
+    /// event and the answer rendered from the charge as the move will leave it.
+    /// Returns the charge as the move will leave it, too.
+    fn known(&self, known: ChargeRecord) -> (MoveShape, KnownMove, ChargeRecord) {
+        let now = super::now_ms();
+        let moved = moved_by(&known, self.to, &self.update, now);
+        let event = self.emit.as_ref().map(|emit| emit(&moved));
+        let answer = self
+            .answer
+            .as_ref()
+            .and_then(|answer| (answer.render)(&moved).map(|body| (answer.key.clone(), body)));
+        let shape = MoveShape {
+            from: self.from.clone(),
+            attempt: self.attempt.is_some(),
+            event: event.is_some(),
+            answer: answer.is_some(),
+        };
+        let write = KnownMove {
+            known,
+            to: self.to,
+            update: self.update.clone(),
+            now,
+            attempt: self.attempt.clone(),
+            event,
+            answer,
+        };
+        (shape, write, moved)
+    }
+
     fn as_move(&self) -> Move<'_> {
         Move {
             from: &self.from,
@@ -784,23 +821,44 @@ impl MoveOf {
     }
 }
 
-/// A charge's move: its `UPDATE` (parameters $1 to $13, [`bind_move`]) of a charge in a state
-/// of `from`, ending in its `WHERE` clause. [`moved_by`] says the same in Rust.
-fn move_sql(from: &[ChargeState]) -> String {
+/// How many values a move takes ([`bind_move`] binds them).
+const MOVE_PARAMETERS: usize = 13;
+
+/// A charge's move: its `UPDATE` of a charge in a state of `from`, its values `values` in
+/// [`bind_move`]'s order ($1 to $13 for a move alone), taken `source` (a batch's `FROM v`),
+/// ending in its `WHERE` clause. [`moved_by`] says the same in Rust.
+fn move_sql(from: &[ChargeState], values: Values, source: &str) -> String {
     let from_list = from
         .iter()
         .map(|s| format!("'{}'", s.as_str()))
         .collect::<Vec<_>>()
         .join(", ");
+    let [
+        status,
+        now,
+        psp_id,
+        copy_paste,
+        qr,
+        expires_at,
+        paid_at,
+        end_to_end_id,
+        amount_paid,
+        id,
+        check_set,
+        check_at,
+        paid_late,
+    ] = std::array::from_fn(|i| values.at(i));
     format!(
-        "UPDATE charges SET status = $1, updated_at = $2, \
-           psp_id = COALESCE($3, psp_id), copy_paste = COALESCE($4, copy_paste), \
-           qr_png_base64 = COALESCE($5, qr_png_base64), expires_at = COALESCE($6, expires_at), \
-           paid_at = COALESCE($7, paid_at), end_to_end_id = COALESCE($8, end_to_end_id), \
-           amount_paid = COALESCE($9, amount_paid), \
-           next_check_at = CASE WHEN $11 = 1 THEN $12 ELSE next_check_at END, \
-           paid_late = CASE WHEN $13 = 1 THEN 1 ELSE paid_late END \
-         WHERE id = $10 AND status IN ({from_list})"
+        "UPDATE charges SET status = {status}, updated_at = {now}, \
+           psp_id = COALESCE({psp_id}, psp_id), copy_paste = COALESCE({copy_paste}, copy_paste), \
+           qr_png_base64 = COALESCE({qr}, qr_png_base64), \
+           expires_at = COALESCE({expires_at}, expires_at), \
+           paid_at = COALESCE({paid_at}, paid_at), \
+           end_to_end_id = COALESCE({end_to_end_id}, end_to_end_id), \
+           amount_paid = COALESCE({amount_paid}, amount_paid), \
+           next_check_at = CASE WHEN {check_set} = 1 THEN {check_at} ELSE next_check_at END, \
+           paid_late = CASE WHEN {paid_late} = 1 THEN 1 ELSE paid_late END \
+         {source} WHERE id = {id} AND status IN ({from_list})"
     )
 }
 
@@ -860,7 +918,10 @@ async fn transition_on(
         _ => String::new(),
     };
     let now = super::now_ms();
-    let sql = format!("{with_attempt}{} RETURNING {COLUMNS}", move_sql(from));
+    let sql = format!(
+        "{with_attempt}{} RETURNING {COLUMNS}",
+        move_sql(from, Values::Parameters(1), "")
+    );
     let query = bind_move(sqlx::query(&sql), id, update, to, now);
     let query = match (attempt, backend) {
         (Some(attempt), super::Backend::Postgres) => super::routing::bind_attempt(query, attempt),
@@ -908,97 +969,255 @@ fn moved_by(known: &ChargeRecord, to: ChargeState, update: &PspUpdate, now: i64)
     c
 }
 
-/// [`transition_on`] as one statement, on PostgreSQL, for a charge its caller knows as `known`:
-/// the attempt, the move, its event with the event's deliveries, and the key's answer, each a
-/// data-modifying `WITH`, in one round trip and one commit where a transaction took four round
-/// trips. The event and the answer are rendered before the statement runs, from the charge as
-/// the move will leave it ([`moved_by`]), and the move happens only if the stored row is
-/// exactly `known` (every column compared): what was rendered is then what was stored.
-/// `None` when it is not, or the charge is no longer in `from`: nothing was moved and only the
-/// attempt was written; [`transition_on`] then decides from the stored row.
-async fn transition_fused(
-    conn: &mut sqlx::AnyConnection,
-    known: &ChargeRecord,
-    asked: &Move<'_>,
-) -> Result<Option<(ChargeRecord, Option<String>)>, StoreError> {
-    let Move {
-        to, update, answer, ..
-    } = *asked;
-    let now = super::now_ms();
-    let moved = moved_by(known, to, update, now);
-    let event = asked.emit.map(|emit| emit(&moved));
-    let body = answer.and_then(|answer| (answer.render)(&moved));
-    let store_answer = answer
-        .zip(body.as_deref())
-        .map(|(answer, body)| answer.key.store_created(body));
-    // The move binds $1 to $13 and the row it expects $14 to $40; what rides with it, the
-    // ones after, in the order of the `WITH`.
-    let columns = COLUMNS.split(',').count();
-    let known_values = (14..14 + columns)
-        .map(|n| format!("${n}"))
+/// Moves of charges their callers know, on PostgreSQL, many in one statement; see
+/// [`KnownMoves`].
+pub(super) type KnownMoveWrites = super::batching::Batcher<KnownMoves>;
+
+/// Statements moving known charges that one PostgreSQL gateway runs at once for one
+/// [`MoveShape`]: each is a durable commit its charges' callers wait for.
+pub const MOVE_STATEMENTS_AT_ONCE: usize = 4;
+
+/// What rides with the moves of one statement, the same for all of them: the states they
+/// move from, and whether each records an attempt, reports an event and stores an answer.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(super) struct MoveShape {
+    from: Vec<ChargeState>,
+    attempt: bool,
+    event: bool,
+    answer: bool,
+}
+
+/// A move of a charge its caller knows as `known`, with the event and the key's answer
+/// rendered from the charge as the move will leave it ([`moved_by`]).
+pub(super) struct KnownMove {
+    known: ChargeRecord,
+    to: ChargeState,
+    update: PspUpdate,
+    now: i64,
+    attempt: Option<super::routing::AttemptRecord>,
+    event: Option<EventRecord>,
+    answer: Option<(std::sync::Arc<super::idempotency::HeldKey>, String)>,
+}
+
+/// Charges' moves on PostgreSQL for callers that know the stored row ([`KnownMove`]): the
+/// attempt, the move, its event with the event's deliveries, and the key's answer, each a
+/// data-modifying `WITH` of one statement over a `VALUES` list with a row per move, in one
+/// round trip and one commit for as many moves as wait (a transaction of a move alone took
+/// four round trips). The event and the answer are rendered before the statement runs, and a
+/// charge moves only if its stored row is exactly the `known` one (every column compared):
+/// what was rendered is then what was stored. A charge that does not move (moved by another
+/// request first, or changed since its caller read it) gets only its attempt written, and its
+/// caller decides from the stored row ([`transition_on`]).
+pub(super) struct KnownMoves {
+    pool: sqlx::AnyPool,
+    /// Statement texts by shape and number of moves, built once each.
+    texts: parking_lot::Mutex<std::collections::HashMap<(MoveShape, usize), std::sync::Arc<str>>>,
+}
+
+impl KnownMoves {
+    pub(super) fn new(pool: sqlx::AnyPool) -> Self {
+        KnownMoves {
+            pool,
+            texts: Default::default(),
+        }
+    }
+
+    fn text(&self, shape: &MoveShape, n: usize) -> std::sync::Arc<str> {
+        let mut texts = self.texts.lock();
+        texts
+            .entry((shape.clone(), n))
+            .or_insert_with(|| known_moves_sql(shape, n).into())
+            .clone()
+    }
+}
+
+/// What became of a move given to [`KnownMoves`].
+pub(super) enum MoveOutcome {
+    /// Moved: the charge as stored.
+    Moved(ChargeRecord),
+    /// Not moved (the stored row was not the one known, or not in a state moved from); its
+    /// attempt is written.
+    NotMoved,
+    /// Nothing written: its charge was in the statement already. Written alone.
+    Alone,
+    /// Written, but its row could not be read back.
+    Unread(StoreError),
+}
+
+impl super::batching::Batch for KnownMoves {
+    type Key = MoveShape;
+    type Write = KnownMove;
+    type Outcome = MoveOutcome;
+    const NAME: &'static str = "known_move";
+    const AT_ONCE: usize = MOVE_STATEMENTS_AT_ONCE;
+    /// About 60 parameters a move.
+    const MAX_WRITES: usize = 32;
+
+    /// `None`, writing nothing, when the statement failed: each is then moved alone, attempt
+    /// and all. A charge's second move among `moves` is left out of the statement (it would
+    /// move the charge once) and written alone after it.
+    async fn write_all(
+        &self,
+        shape: &MoveShape,
+        moves: Vec<KnownMove>,
+    ) -> Option<Vec<MoveOutcome>> {
+        let mut seen = std::collections::HashSet::with_capacity(moves.len());
+        let (moves, again): (Vec<_>, Vec<_>) = moves
+            .into_iter()
+            .enumerate()
+            .partition(|(_, m)| seen.insert(m.known.id.clone()));
+        let moves = moves.into_iter().map(|(_, m)| m).collect();
+        let mut outcomes = self.write_together(shape, moves).await?;
+        for (i, _) in again {
+            outcomes.insert(i, MoveOutcome::Alone);
+        }
+        Some(outcomes)
+    }
+}
+
+impl KnownMoves {
+    /// [`KnownMoves::write_all`] for moves of distinct charges.
+    async fn write_together(
+        &self,
+        shape: &MoveShape,
+        moves: Vec<KnownMove>,
+    ) -> Option<Vec<MoveOutcome>> {
+        let sql = self.text(shape, moves.len());
+        let mut query = sqlx::query(&sql);
+        let mut answered = Vec::with_capacity(moves.len());
+        for m in &moves {
+            query = bind_record(
+                bind_move(query, &m.known.id, &m.update, m.to, m.now),
+                &m.known,
+            );
+            if let Some(attempt) = &m.attempt {
+                query = super::routing::bind_attempt(query, attempt);
+            }
+            if let Some(event) = &m.event {
+                query = super::events::bind_columns(query, event);
+            }
+            let mut done = None;
+            if let Some((key, body)) = &m.answer {
+                let rider = key.store_created(body);
+                query = (rider.bind)(query);
+                done = Some(rider.done);
+            }
+            answered.push(done);
+        }
+        if shape.event {
+            query = query.bind(super::events::delivery_id_prefix());
+        }
+        let rows = query
+            .fetch_all(&self.pool)
+            .await
+            .inspect_err(
+                |e| tracing::debug!(error = %e, moves = moves.len(), "moves not written together"),
+            )
+            .ok()?;
+        // Written: from here on every move has its outcome, whatever the rows say.
+        let mut moved = std::collections::HashMap::with_capacity(rows.len());
+        for row in &rows {
+            let answers = if shape.answer {
+                row.try_get::<i64, _>("answered")
+            } else {
+                Ok(0)
+            };
+            match (record_of(row), answers) {
+                (Ok(charge), Ok(answers)) => {
+                    moved.insert(charge.id.clone(), (charge, answers));
+                }
+                (Err(e), _) => {
+                    tracing::error!(error = %e, "a charge moved together could not be read back")
+                }
+                (_, Err(e)) => {
+                    tracing::error!(error = %e, "a move's answer count could not be read back")
+                }
+            }
+        }
+        let unread = rows.len() - moved.len();
+        let outcomes = moves
+            .iter()
+            .zip(answered)
+            .map(|(m, done)| match moved.remove(&m.known.id) {
+                Some((charge, answers)) => {
+                    if let Some(done) = done {
+                        done(u64::try_from(answers).unwrap_or(0));
+                    }
+                    MoveOutcome::Moved(charge)
+                }
+                // Not moved, unless it is among the rows that could not be read.
+                None if unread == 0 => MoveOutcome::NotMoved,
+                None => MoveOutcome::Unread(StoreError::Corrupt(format!(
+                    "charge {} was written with others and could not be read back",
+                    m.known.id
+                ))),
+            })
+            .collect();
+        Some(outcomes)
+    }
+}
+
+/// [`KnownMoves`]' statement for `n` moves of `shape`: each move's row of the `VALUES` list
+/// `v` holds the move's values (`v.m0`…, [`bind_move`]), the row it expects (`v.k0`…,
+/// [`bind_record`]), then its attempt (`v.a0`…), its event's columns (`v.e0`…) and its answer
+/// (`v.r0`…) as the shape has them; the deliveries' id prefix is the last parameter.
+fn known_moves_sql(shape: &MoveShape, n: usize) -> String {
+    let known_columns = COLUMNS.split(',').count();
+    let mut parts = vec![
+        (Values::Columns("m"), MOVE_PARAMETERS),
+        (Values::Columns("k"), known_columns),
+    ];
+    if shape.attempt {
+        parts.push((Values::Columns("a"), super::routing::ATTEMPT_PARAMETERS));
+    }
+    if shape.event {
+        parts.push((Values::Columns("e"), super::events::EVENT_COLUMN_COUNT));
+    }
+    if shape.answer {
+        parts.push((Values::Columns("r"), super::idempotency::ANSWER_PARAMETERS));
+    }
+    let names = parts
+        .iter()
+        .map(|(values, count)| values.list(*count).replace("v.", ""))
         .collect::<Vec<_>>()
         .join(", ");
-    let mut next = 14 + columns;
-    let mut with = Vec::new();
-    if asked.attempt.is_some() {
+    let per_move: usize = parts.iter().map(|(_, count)| count).sum();
+    let id = Values::Columns("m").at(9);
+    let mut with = vec![format!(
+        "v ({names}) AS (VALUES {})",
+        super::batching::values(n, per_move)
+    )];
+    if shape.attempt {
         with.push(format!(
             "attempt AS ({})",
-            super::routing::insert_attempt_sql(next)
+            super::routing::insert_attempts_sql(Values::Columns("a"), "FROM v")
         ));
-        next += super::routing::ATTEMPT_PARAMETERS;
     }
     with.push(format!(
-        "moved AS ({} AND ({COLUMNS}) IS NOT DISTINCT FROM ({known_values}) RETURNING {COLUMNS})",
-        move_sql(asked.from)
+        "moved AS ({} AND ({COLUMNS}) IS NOT DISTINCT FROM ({}) RETURNING {COLUMNS})",
+        move_sql(&shape.from, Values::Columns("m"), "FROM v"),
+        Values::Columns("k").list(known_columns),
     ));
-    if event.is_some() {
-        with.push(super::events::event_with(next, "moved"));
-        next += super::events::EVENT_PARAMETERS;
-    }
-    if let Some(rider) = &store_answer {
-        with.push(format!(
-            "answered AS ({} AND EXISTS (SELECT 1 FROM moved) RETURNING 1)",
-            (rider.sql)(next)
+    let of_moved = format!("{id} IN (SELECT id FROM moved)");
+    if shape.event {
+        with.push(super::events::events_with(
+            Values::Columns("e"),
+            &format!("FROM v WHERE {of_moved}"),
+            &format!("${}", n * per_move + 1),
         ));
     }
-    let answered = if store_answer.is_some() {
-        "(SELECT COUNT(*) FROM answered)"
-    } else {
-        "0"
-    };
-    let sql = format!(
-        "WITH {} SELECT {COLUMNS}, {answered} AS answered FROM moved",
+    let mut answered = String::new();
+    if shape.answer {
+        with.push(format!(
+            "answered AS ({} AND {of_moved} RETURNING {id} AS id)",
+            super::idempotency::answers_sql(Values::Columns("r"), "FROM v")
+        ));
+        answered = ", (SELECT COUNT(*) FROM answered a WHERE a.id = moved.id) AS answered".into();
+    }
+    format!(
+        "WITH {} SELECT {COLUMNS}{answered} FROM moved",
         with.join(", ")
-    );
-    let mut query = bind_record(
-        bind_move(sqlx::query(&sql), &known.id, update, to, now),
-        known,
-    );
-    if let Some(attempt) = asked.attempt {
-        query = super::routing::bind_attempt(query, attempt);
-    }
-    if let Some(event) = &event {
-        query = super::events::bind_event(query, event);
-    }
-    let done = match store_answer {
-        Some(rider) => {
-            query = (rider.bind)(query);
-            Some(rider.done)
-        }
-        None => None,
-    };
-    let Some(row) = query.fetch_optional(&mut *conn).await? else {
-        return Ok(None);
-    };
-    let stored = record_of(&row)?;
-    if let Some(done) = done {
-        done(u64::try_from(row.try_get::<i64, _>("answered")?).unwrap_or(0));
-    }
-    if stored != moved {
-        // Cannot happen while `moved_by` is the `UPDATE`'s `SET`: the row was `known`.
-        tracing::error!(charge = %stored.id, "a charge moved in one statement differs from its prediction; its event and answer were rendered from the prediction");
-    }
-    Ok(Some((stored, body)))
+    )
 }
 
 /// Inserts charges' `creating` rows on PostgreSQL, many in one statement; see [`CreatingRows`].

@@ -165,8 +165,9 @@ pub(super) async fn insert_event(
     Ok(())
 }
 
-/// Binds an event's columns, in [`EVENT_COLUMNS`]' order.
-fn bind_columns<'q>(query: AnyQuery<'q>, event: &'q EventRecord) -> AnyQuery<'q> {
+/// Binds an event's columns, in [`EVENT_COLUMNS`]' order (a batch's row of [`events_with`]:
+/// the deliveries' prefix is the statement's, [`delivery_id_prefix`]).
+pub(super) fn bind_columns<'q>(query: AnyQuery<'q>, event: &'q EventRecord) -> AnyQuery<'q> {
     query
         .bind(&event.id)
         .bind(&event.merchant_id)
@@ -177,28 +178,20 @@ fn bind_columns<'q>(query: AnyQuery<'q>, event: &'q EventRecord) -> AnyQuery<'q>
         .bind(event.created_at)
 }
 
-/// How many parameters [`event_with`] takes ([`bind_event`] binds them).
-pub(super) const EVENT_PARAMETERS: usize = 8;
+/// How many values an event's columns take ([`bind_columns`] binds them).
+pub(super) const EVENT_COLUMN_COUNT: usize = 7;
 
-/// An event's insert and its deliveries as two `WITH` entries (`ev`, `delivered`) of a
-/// PostgreSQL statement, the event written only if the `WITH` entry `when` has a row; its
-/// parameters numbered from `$first`.
-pub(super) fn event_with(first: usize, when: &str) -> String {
-    let values = (first..first + 7)
-        .map(|n| format!("${n}"))
-        .collect::<Vec<_>>()
-        .join(", ");
+/// The insert of events and their deliveries as two `WITH` entries (`ev`, `delivered`) of a
+/// PostgreSQL statement: the events whose columns, in [`EVENT_COLUMNS`]' order, are `values`
+/// taken `from` (with its `WHERE`), a batch's; their deliveries' ids start with `prefix`.
+pub(super) fn events_with(values: super::batching::Values, from: &str, prefix: &str) -> String {
     format!(
-        "ev AS (INSERT INTO events ({EVENT_COLUMNS}) SELECT {values} FROM {when} \
+        "ev AS (INSERT INTO events ({EVENT_COLUMNS}) SELECT {} {from} \
                 RETURNING id, merchant_id, environment, type, created_at), \
          delivered AS ({})",
-        deliveries_for(super::Backend::Postgres, &format!("${}", first + 7), "")
+        values.list(EVENT_COLUMN_COUNT),
+        deliveries_for(super::Backend::Postgres, prefix, "")
     )
-}
-
-/// Binds [`event_with`]'s parameters for `event`.
-pub(super) fn bind_event<'q>(query: AnyQuery<'q>, event: &'q EventRecord) -> AnyQuery<'q> {
-    bind_columns(query, event).bind(delivery_id_prefix())
 }
 
 /// A query of the `Any` driver, its parameters bound or still to bind.
@@ -287,7 +280,7 @@ fn deliveries_for(backend: super::Backend, prefix: &str, and: &str) -> String {
 /// The first half of a delivery id's 32 hex digits: those of a UUIDv7 that hold its time, so
 /// ids grow with time as whole UUIDv7s do, and the primary key takes them at its right edge
 /// instead of all over the index.
-fn delivery_id_prefix() -> String {
+pub(super) fn delivery_id_prefix() -> String {
     let v7 = uuid::Uuid::now_v7().simple().to_string();
     v7[..16].to_owned()
 }

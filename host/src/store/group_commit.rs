@@ -47,7 +47,7 @@
 //! reach the disk together, with the first sync after it.
 //! PostgreSQL: `synchronous_commit = off` for a deferred unit's transaction, or its session
 //! when it runs without one ([`Store::write_autocommit`]). A created charge's move made in one
-//! statement there is durable (`store/charges.rs`, `transition_fused`).
+//! statement there is durable (`store/charges.rs`, `KnownMoves`).
 
 use std::panic::AssertUnwindSafe;
 use std::path::PathBuf;

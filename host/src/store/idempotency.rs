@@ -502,11 +502,21 @@ async fn answer_on(conn: &mut sqlx::AnyConnection, answer: StoredAnswer) -> Resu
 /// The statement storing a held key's answer, its parameters numbered from `$first`
 /// ([`StoredAnswer::bind`] binds them).
 fn answer_sql(first: usize) -> String {
+    answers_sql(super::batching::Values::Parameters(first), "")
+}
+
+/// How many values an answer takes ([`StoredAnswer::bind`] binds them).
+pub(super) const ANSWER_PARAMETERS: usize = 7;
+
+/// [`answer_sql`] for the answers whose values, in [`StoredAnswer::bind`]'s order, are
+/// `values`, taken `from` (a batch's `FROM v`); it ends in its `WHERE` clause.
+pub(super) fn answers_sql(values: super::batching::Values, from: &str) -> String {
     let [status, body, expires_at, merchant, environment, key, lock] =
-        std::array::from_fn(|i| format!("${}", first + i));
+        std::array::from_fn(|i| values.at(i));
     format!(
         "UPDATE idempotency_keys SET response_status = {status}, response_body = {body}, \
          expires_at = CASE WHEN expires_at > {expires_at} THEN expires_at ELSE {expires_at} END \
+         {from} \
          WHERE merchant_id = {merchant} AND environment = {environment} AND key = {key} \
            AND lock_owner = {lock} AND response_status IS NULL"
     )

@@ -108,6 +108,8 @@ pub struct Store {
     attempts: events::AttemptRecorder,
     /// PostgreSQL: charges' `creating` rows inserted together (`charges`).
     creating: charges::CreatingInserts,
+    /// PostgreSQL: moves of charges their callers knew, written together (`charges`).
+    moves: charges::KnownMoveWrites,
     /// PostgreSQL: idempotency keys claimed together (`idempotency`).
     claims: idempotency::KeyClaims,
 }
@@ -232,6 +234,7 @@ impl Store {
         });
         let attempts = events::AttemptRecorder::new(events::AttemptRecords { pool: pool.clone() });
         let creating = charges::CreatingInserts::new(charges::CreatingRows { pool: pool.clone() });
+        let moves = charges::KnownMoveWrites::new(charges::KnownMoves::new(pool.clone()));
         let claims = idempotency::KeyClaims::new(idempotency::NewKeys {
             pool: deferred.clone().unwrap_or_else(|| pool.clone()),
         });
@@ -245,6 +248,7 @@ impl Store {
             counter,
             attempts,
             creating,
+            moves,
             claims,
         })
     }

@@ -90,16 +90,22 @@ pub(crate) async fn insert_attempt(
     Ok(())
 }
 
-/// The insert of one try, its values bound by [`bind_attempt`] as `$first` and on (after a
-/// statement's own, when it rides in that statement's `WITH`).
 /// How many parameters [`insert_attempt_sql`] takes ([`bind_attempt`] binds them).
 pub(super) const ATTEMPT_PARAMETERS: usize = 6;
 
+/// The insert of one try, its values bound by [`bind_attempt`] as `$first` and on (after a
+/// statement's own, when it rides in that statement's `WITH`).
 pub(super) fn insert_attempt_sql(first: usize) -> String {
-    let p = |n: usize| format!("${}", first + n);
+    insert_attempts_sql(super::batching::Values::Parameters(first), "")
+}
+
+/// The insert of tries whose values, in [`bind_attempt`]'s order, are `values`, taken `from`
+/// (a batch's `FROM v`, or nothing for parameters).
+pub(super) fn insert_attempts_sql(values: super::batching::Values, from: &str) -> String {
+    let p = |n: usize| values.at(n);
     format!(
         "INSERT INTO charge_attempts (reference, attempt, credential_id, provider, at, outcome, message) \
-         VALUES ({r}, (SELECT COUNT(*) + 1 FROM charge_attempts WHERE reference = {r}), {}, {}, {}, {}, {})",
+         SELECT {r}, (SELECT COUNT(*) + 1 FROM charge_attempts WHERE reference = {r}), {}, {}, {}, {}, {} {from}",
         p(1),
         p(2),
         p(3),

@@ -16,6 +16,7 @@ mod delivery_leases;
 mod evidence;
 mod idempotency_claims;
 mod integrators;
+mod known_moves;
 mod migrations;
 mod payments;
 mod plans;
