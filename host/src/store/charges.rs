@@ -451,12 +451,12 @@ impl Store {
             let body = write.answer.as_ref().map(|(_, body)| body.clone());
             match self.moves.write(shape, write).await {
                 Some(MoveOutcome::Moved(stored)) => {
-                    if stored != predicted {
+                    if *stored != predicted {
                         // Cannot happen while `moved_by` is the `UPDATE`'s `SET`: the row was
                         // `known`.
                         tracing::error!(charge = %stored.id, "a charge moved in one statement differs from its prediction; its event and answer were rendered from the prediction");
                     }
-                    together = Some((Some(stored), body));
+                    together = Some((Some(*stored), body));
                 }
                 // Not moved, its attempt written: the transaction below decides from the row
                 // as stored.
@@ -1034,7 +1034,7 @@ impl KnownMoves {
 /// What became of a move given to [`KnownMoves`].
 pub(super) enum MoveOutcome {
     /// Moved: the charge as stored.
-    Moved(ChargeRecord),
+    Moved(Box<ChargeRecord>),
     /// Not moved (the stored row was not the one known, or not in a state moved from); its
     /// attempt is written.
     NotMoved,
@@ -1143,7 +1143,7 @@ impl KnownMoves {
                     if let Some(done) = done {
                         done(u64::try_from(answers).unwrap_or(0));
                     }
-                    MoveOutcome::Moved(charge)
+                    MoveOutcome::Moved(Box::new(charge))
                 }
                 // Not moved, unless it is among the rows that could not be read.
                 None if unread == 0 => MoveOutcome::NotMoved,
