@@ -71,6 +71,15 @@ impl Move {
         }
     }
 
+    /// A move of each of `charges`, in order.
+    async fn of_each(store: &Store, charges: &[ChargeRecord]) -> Vec<Move> {
+        let mut moves = Vec::new();
+        for c in charges {
+            moves.push(Move::of(store, c).await);
+        }
+        moves
+    }
+
     fn run(
         self,
         store: &Store,
@@ -236,10 +245,7 @@ async fn moves_that_wait_are_written_together_on_postgres() {
     let (db, store) = store_on(Backend::Postgres).await;
     let n = MOVE_STATEMENTS_AT_ONCE + 40;
     let (_, charges) = creating_charges(&store, n).await;
-    let mut moves = Vec::new();
-    for c in &charges {
-        moves.push(Move::of(&store, c).await);
-    }
+    let moves = Move::of_each(&store, &charges).await;
     let keys: Vec<_> = moves.iter().map(|m| m.key.clone()).collect();
     let moved = moves_behind_held_rows(&db, &store, moves, false, "ROLLBACK").await;
     for ((c, moved), key) in charges.iter().zip(moved).zip(&keys) {
@@ -268,10 +274,7 @@ async fn a_charge_changed_meanwhile_is_moved_alone_from_the_stored_row_on_postgr
         .execute(store.pool())
         .await
         .unwrap();
-    let mut moves = Vec::new();
-    for c in &charges {
-        moves.push(Move::of(&store, c).await);
-    }
+    let moves = Move::of_each(&store, &charges).await;
     let keys: Vec<_> = moves.iter().map(|m| m.key.clone()).collect();
     // The held rows are changed too, and the change commits while their moves wait.
     let moved = moves_behind_held_rows(&db, &store, moves, true, "COMMIT").await;
@@ -298,10 +301,7 @@ async fn one_charge_twice_in_a_statement_is_moved_once_on_postgres() {
     let (db, store) = store_on(Backend::Postgres).await;
     let at_once = MOVE_STATEMENTS_AT_ONCE;
     let (_, charges) = creating_charges(&store, at_once + 1).await;
-    let mut moves = Vec::new();
-    for c in &charges {
-        moves.push(Move::of(&store, c).await);
-    }
+    let mut moves = Move::of_each(&store, &charges).await;
     let twice = &charges[at_once];
     let again = Move {
         known: twice.clone(),
@@ -352,10 +352,7 @@ async fn a_move_that_cannot_be_written_fails_alone_on_postgres() {
     let (db, store) = store_on(Backend::Postgres).await;
     let at_once = MOVE_STATEMENTS_AT_ONCE;
     let (_, charges) = creating_charges(&store, at_once + 4).await;
-    let mut moves = Vec::new();
-    for c in &charges {
-        moves.push(Move::of(&store, c).await);
-    }
+    let mut moves = Move::of_each(&store, &charges).await;
     // The first charge's move takes an event id; a waiting move is given the same one.
     let taken = "evt_taken".to_owned();
     moves[0].event_id = Some(taken.clone());
