@@ -10,9 +10,9 @@
 //!
 //! What a statement writes is a [`Batch`]: the plan's monthly count (`plan_counter`), a webhook
 //! attempt's record (`events`), a charge's `creating` row and its move out of it (`charges`),
-//! an idempotency key's claim (`idempotency`). A batch that cannot write its writes together (a limit that
-//! not all of them fit under, a statement that failed) answers `None`, and each caller writes
-//! alone as it did before batching, so the error, or the refusal, is its own.
+//! an idempotency key's claim (`idempotency`). A batch that cannot write its writes together (a
+//! limit that not all of them fit under, a statement that failed) answers `None`, and each
+//! caller writes alone as it did before batching, so the error, or the refusal, is its own.
 //!
 //! Statements never run in a request's task: a request that is dropped (its client went away)
 //! cannot leave its key waiting for a statement nobody runs, and a write whose request was

@@ -1029,53 +1029,7 @@ impl KnownMoves {
             .or_insert_with(|| known_moves_sql(shape, n).into())
             .clone()
     }
-}
 
-/// What became of a move given to [`KnownMoves`].
-pub(super) enum MoveOutcome {
-    /// Moved: the charge as stored.
-    Moved(Box<ChargeRecord>),
-    /// Not moved (the stored row was not the one known, or not in a state moved from); its
-    /// attempt is written.
-    NotMoved,
-    /// Nothing written: its charge was in the statement already. Written alone.
-    Alone,
-    /// Written, but its row could not be read back.
-    Unread(StoreError),
-}
-
-impl super::batching::Batch for KnownMoves {
-    type Key = MoveShape;
-    type Write = KnownMove;
-    type Outcome = MoveOutcome;
-    const NAME: &'static str = "known_move";
-    const AT_ONCE: usize = MOVE_STATEMENTS_AT_ONCE;
-    /// About 60 parameters a move.
-    const MAX_WRITES: usize = 32;
-
-    /// `None`, writing nothing, when the statement failed: each is then moved alone, attempt
-    /// and all. A charge's second move among `moves` is left out of the statement (it would
-    /// move the charge once) and written alone after it.
-    async fn write_all(
-        &self,
-        shape: &MoveShape,
-        moves: Vec<KnownMove>,
-    ) -> Option<Vec<MoveOutcome>> {
-        let mut seen = std::collections::HashSet::with_capacity(moves.len());
-        let (moves, again): (Vec<_>, Vec<_>) = moves
-            .into_iter()
-            .enumerate()
-            .partition(|(_, m)| seen.insert(m.known.id.clone()));
-        let moves = moves.into_iter().map(|(_, m)| m).collect();
-        let mut outcomes = self.write_together(shape, moves).await?;
-        for (i, _) in again {
-            outcomes.insert(i, MoveOutcome::Alone);
-        }
-        Some(outcomes)
-    }
-}
-
-impl KnownMoves {
     /// [`KnownMoves::write_all`] for moves of distinct charges.
     async fn write_together(
         &self,
@@ -1153,6 +1107,50 @@ impl KnownMoves {
                 ))),
             })
             .collect();
+        Some(outcomes)
+    }
+}
+
+/// What became of a move given to [`KnownMoves`].
+pub(super) enum MoveOutcome {
+    /// Moved: the charge as stored.
+    Moved(Box<ChargeRecord>),
+    /// Not moved (the stored row was not the one known, or not in a state moved from); its
+    /// attempt is written.
+    NotMoved,
+    /// Nothing written: its charge was in the statement already. Written alone.
+    Alone,
+    /// Written, but its row could not be read back.
+    Unread(StoreError),
+}
+
+impl super::batching::Batch for KnownMoves {
+    type Key = MoveShape;
+    type Write = KnownMove;
+    type Outcome = MoveOutcome;
+    const NAME: &'static str = "known_move";
+    const AT_ONCE: usize = MOVE_STATEMENTS_AT_ONCE;
+    /// About 60 parameters a move.
+    const MAX_WRITES: usize = 32;
+
+    /// `None`, writing nothing, when the statement failed: each is then moved alone, attempt
+    /// and all. A charge's second move among `moves` is left out of the statement (it would
+    /// move the charge once) and written alone after it.
+    async fn write_all(
+        &self,
+        shape: &MoveShape,
+        moves: Vec<KnownMove>,
+    ) -> Option<Vec<MoveOutcome>> {
+        let mut seen = std::collections::HashSet::with_capacity(moves.len());
+        let (moves, again): (Vec<_>, Vec<_>) = moves
+            .into_iter()
+            .enumerate()
+            .partition(|(_, m)| seen.insert(m.known.id.clone()));
+        let moves = moves.into_iter().map(|(_, m)| m).collect();
+        let mut outcomes = self.write_together(shape, moves).await?;
+        for (i, _) in again {
+            outcomes.insert(i, MoveOutcome::Alone);
+        }
         Some(outcomes)
     }
 }

@@ -234,6 +234,8 @@ impl Store {
         });
         let attempts = events::AttemptRecorder::new(events::AttemptRecords { pool: pool.clone() });
         let creating = charges::CreatingInserts::new(charges::CreatingRows { pool: pool.clone() });
+        // Durable, on the main pool: on the deferred pool's four connections a statement of
+        // every charge held the load back (round 19, `cargo xtask load --compare`).
         let moves = charges::KnownMoveWrites::new(charges::KnownMoves::new(pool.clone()));
         let claims = idempotency::KeyClaims::new(idempotency::NewKeys {
             pool: deferred.clone().unwrap_or_else(|| pool.clone()),
