@@ -824,6 +824,9 @@ impl MoveOf {
 /// How many values a move takes ([`bind_move`] binds them).
 const MOVE_PARAMETERS: usize = 13;
 
+/// Where among a move's values the charge's id is (from 0).
+const MOVE_ID_AT: usize = 9;
+
 /// A charge's move: its `UPDATE` of a charge in a state of `from`, its values `values` in
 /// [`bind_move`]'s order ($1 to $13 for a move alone), taken `source` (a batch's `FROM v`),
 /// ending in its `WHERE` clause. [`moved_by`] says the same in Rust.
@@ -1161,26 +1164,24 @@ impl super::batching::Batch for KnownMoves {
 /// (`v.r0`…) as the shape has them; the deliveries' id prefix is the last parameter.
 fn known_moves_sql(shape: &MoveShape, n: usize) -> String {
     let known_columns = COLUMNS.split(',').count();
-    let mut parts = vec![
-        (Values::Columns("m"), MOVE_PARAMETERS),
-        (Values::Columns("k"), known_columns),
-    ];
+    // Each part's columns are `v.<prefix>0`, `v.<prefix>1`, … (`Values::Columns`).
+    let mut parts = vec![("m", MOVE_PARAMETERS), ("k", known_columns)];
     if shape.attempt {
-        parts.push((Values::Columns("a"), super::routing::ATTEMPT_PARAMETERS));
+        parts.push(("a", super::routing::ATTEMPT_PARAMETERS));
     }
     if shape.event {
-        parts.push((Values::Columns("e"), super::events::EVENT_COLUMN_COUNT));
+        parts.push(("e", super::events::EVENT_COLUMN_COUNT));
     }
     if shape.answer {
-        parts.push((Values::Columns("r"), super::idempotency::ANSWER_PARAMETERS));
+        parts.push(("r", super::idempotency::ANSWER_PARAMETERS));
     }
     let names = parts
         .iter()
-        .map(|(values, count)| values.list(*count).replace("v.", ""))
+        .flat_map(|(prefix, count)| (0..*count).map(move |i| format!("{prefix}{i}")))
         .collect::<Vec<_>>()
         .join(", ");
     let per_move: usize = parts.iter().map(|(_, count)| count).sum();
-    let id = Values::Columns("m").at(9);
+    let id = Values::Columns("m").at(MOVE_ID_AT);
     let mut with = vec![format!(
         "v ({names}) AS (VALUES {})",
         super::batching::values(n, per_move)
