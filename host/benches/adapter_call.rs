@@ -4,12 +4,16 @@
 //!   adapter's trivial `create-charge` (no I/O, no host imports): the runtime's cost per call.
 //! - `adapter_call/efi_create_charge`: the efi adapter's full create against an in-process HTTP
 //!   responder (token cached; `PUT /v2/cob/{txid}`).
+//! - `adapter_call/efi_create_charge_baseline`: the same on Winch's code, what a new version
+//!   runs between a hot swap and its optimized code.
 //! - `adapter_call/http_only`: the same exchange sent straight with reqwest, so the difference to
 //!   the previous line is the runtime's overhead excluding the HTTP exchange.
 //! - `startup/cached_13`: a gateway start's runtime part with the thirteen adapters whose
 //!   compiled artifacts are cached (engine, linker, load and validate each one).
-//! - `swap/new_efi_version`: loading an efi file never seen before (compile, validate, swap):
-//!   the bulk of a hot swap's latency.
+//! - `swap/new_efi_version`: what hot reload does with an efi file never seen before (Winch's
+//!   compile, validate, swap): the bulk of a hot swap's latency until the new version serves;
+//!   `swap/new_efi_version_optimized`: the same file loaded straight to Cranelift's code (with
+//!   the compiled functions it shares cached), what the optimized code that follows costs.
 //! - printed once before those: the first start of the thirteen with an empty compile cache,
 //!   and `swap/changed_code`: efi loaded where only inter's functions are cached (what a
 //!   version with changed code costs) against efi with nothing cached.
@@ -162,6 +166,25 @@ fn startup(c: &mut Criterion, tokio: &tokio::runtime::Runtime, target: &Path) {
                 version += 1;
                 std::fs::write(&file, common::new_version_of(&efi, &version.to_string())).unwrap();
                 let started = Instant::now();
+                tokio.block_on(runtime.reload_file(&file)).unwrap();
+                spent += started.elapsed();
+                assert_eq!(
+                    runtime.adapter("efi").unwrap().tier(),
+                    pixgw::runtime::Tier::Baseline
+                );
+                // Not timed: the optimized compile that follows, so the next sample is idle.
+                tokio.block_on(runtime.optimized());
+            }
+            spent
+        })
+    });
+    group.bench_function("new_efi_version_optimized", |b| {
+        b.iter_custom(|iters| {
+            let mut spent = Duration::ZERO;
+            for _ in 0..iters {
+                version += 1;
+                std::fs::write(&file, common::new_version_of(&efi, &version.to_string())).unwrap();
+                let started = Instant::now();
                 tokio.block_on(runtime.load_file(&file)).unwrap();
                 spent += started.elapsed();
             }
@@ -189,9 +212,9 @@ fn bench(c: &mut Criterion) {
         std::fs::copy(built, plugins.path().join(format!("{id}.wasm"))).unwrap();
     }
     let url = tokio.block_on(responder());
-    let runtime = Runtime::new(RuntimeConfig {
+    let config = |compile_cache_dir| RuntimeConfig {
         plugin_dir: plugins.path().to_owned(),
-        compile_cache_dir: Some(target.join("bench-compile-cache")),
+        compile_cache_dir,
         endpoint_overrides: vec![EndpointOverride {
             provider: "efi".into(),
             endpoint: "api".into(),
@@ -199,8 +222,8 @@ fn bench(c: &mut Criterion) {
             url: url.clone(),
         }],
         ..Default::default()
-    })
-    .unwrap();
+    };
+    let runtime = Runtime::new(config(Some(target.join("bench-compile-cache")))).unwrap();
     for loaded in tokio.block_on(runtime.load_all()) {
         loaded.unwrap();
     }
@@ -221,7 +244,7 @@ fn bench(c: &mut Criterion) {
         webhook_url: None,
     };
     let efi = runtime.adapter("efi").unwrap();
-    let efi_cred = efi.prepare(&credential(&[
+    let efi_credential = credential(&[
         ("client-id", "id".into()),
         ("client-secret", "secret".into()),
         ("pix-key", "key".into()),
@@ -229,7 +252,18 @@ fn bench(c: &mut Criterion) {
             "certificate",
             format!("{}{}", cert.pem(), key.serialize_pem()),
         ),
-    ]));
+    ]);
+    let efi_cred = efi.prepare(&efi_credential);
+    // Another runtime's efi as a hot swap serves it first: Winch's code (a handle keeps the
+    // code it was taken with; the optimized compile that follows is awaited, not timed).
+    let swapped = Runtime::new(config(None)).unwrap();
+    tokio
+        .block_on(swapped.reload_file(&plugins.path().join("efi.wasm")))
+        .unwrap();
+    let efi_baseline = swapped.adapter("efi").unwrap();
+    assert_eq!(efi_baseline.tier(), pixgw::runtime::Tier::Baseline);
+    let efi_baseline_cred = efi_baseline.prepare(&efi_credential);
+    tokio.block_on(swapped.optimized());
     let hostile = runtime.adapter("hostile").unwrap();
     let hostile_cred = hostile.prepare(&credential(&[("behaviour", "ok".into())]));
 
@@ -246,6 +280,13 @@ fn bench(c: &mut Criterion) {
         b.to_async(&tokio).iter(|| {
             n += 1;
             let (efi, cred, req) = (&efi, &efi_cred, request(n));
+            async move { efi.create_charge(cred, "bench", &req).await.unwrap() }
+        })
+    });
+    group.bench_function("efi_create_charge_baseline", |b| {
+        b.to_async(&tokio).iter(|| {
+            n += 1;
+            let (efi, cred, req) = (&efi_baseline, &efi_baseline_cred, request(n));
             async move { efi.create_charge(cred, "bench", &req).await.unwrap() }
         })
     });

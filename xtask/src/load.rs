@@ -255,6 +255,9 @@ fn proc_stat(pid: &str) -> Option<(String, Vec<String>)> {
 struct Swap {
     /// From the file's rename to `/v1/adapters` naming the new version as serving.
     serving_after: Result<Duration, String>,
+    /// From the rename to the new version serving its optimized code, when it served baseline
+    /// code first.
+    optimized_after: Option<Duration>,
     /// Requests that failed between the rename and one second after the new version served.
     failed: usize,
     /// That window, since the run began, when the swap completed.
@@ -393,9 +396,13 @@ pub fn load(args: &[String]) -> anyhow::Result<()> {
             match &swap.serving_after {
                 Ok(d) => println!(
                     "{}: hot swap of efi.wasm: the new version served {:.0} ms after the file \
-                     landed; failed requests during the swap: {}",
+                     landed{}; failed requests during the swap: {}",
                     run.label,
                     d.as_secs_f64() * 1000.0,
+                    swap.optimized_after.map_or(String::new(), |o| format!(
+                        " (baseline code; optimized {:.0} ms after)",
+                        o.as_secs_f64() * 1000.0
+                    )),
                     swap.failed
                 ),
                 Err(e) => println!("{}: hot swap of efi.wasm failed: {e}", run.label),
@@ -779,18 +786,20 @@ async fn drive(label: String, target: Arc<Target>, s: &Settings, swap: Option<Sw
     let swap = match swap_task {
         None => None,
         Some(task) => {
-            let (landed, serving_after) = match task.await {
-                Ok(Ok((landed, after))) => (Some(landed), Ok(after)),
-                Ok(Err(e)) => (None, Err(format!("{e:#}"))),
-                Err(e) => (None, Err(e.to_string())),
+            let (landed, serving_after, optimized_after) = match task.await {
+                Ok(Ok((landed, after, optimized))) => (Some(landed), Ok(after), optimized),
+                Ok(Err(e)) => (None, Err(format!("{e:#}")), None),
+                Err(e) => (None, Err(e.to_string()), None),
             };
             // Failed requests in flight from the rename to a second after the new version
-            // served (all failures of the run when the swap never completed).
+            // served its final code (all failures of the run when the swap never completed).
             let window_end = serving_after
                 .as_ref()
                 .ok()
                 .zip(landed)
-                .map(|(after, landed)| landed + *after + Duration::from_secs(1));
+                .map(|(after, landed)| {
+                    landed + optimized_after.unwrap_or(*after).max(*after) + Duration::from_secs(1)
+                });
             let failed = samples
                 .iter()
                 .filter(|(at, latency, ok)| {
@@ -802,6 +811,7 @@ async fn drive(label: String, target: Arc<Target>, s: &Settings, swap: Option<Sw
                 .count();
             Some(Swap {
                 serving_after,
+                optimized_after,
                 failed,
                 window: landed.zip(window_end),
             })
@@ -835,9 +845,13 @@ async fn webhooks_delivered(client: &reqwest::Client, url: &str) -> anyhow::Resu
 }
 
 /// Writes a new version of the adapter (one more custom section) into the plugin directory by
-/// renaming it over the old one, and polls `GET /v1/adapters` until that version serves:
-/// (the rename's time since the run began, the time to serve).
-async fn hot_swap(plan: SwapPlan, started: Instant) -> anyhow::Result<(Duration, Duration)> {
+/// renaming it over the old one, and polls `GET /v1/adapters` until that version serves, then
+/// until it serves optimized code: (the rename's time since the run began, the time to serve,
+/// the time to optimized code if the first code was baseline).
+async fn hot_swap(
+    plan: SwapPlan,
+    started: Instant,
+) -> anyhow::Result<(Duration, Duration, Option<Duration>)> {
     tokio::time::sleep(plan.after).await;
     let mut bytes =
         std::fs::read(&plan.file).with_context(|| format!("reading {}", plan.file.display()))?;
@@ -854,9 +868,10 @@ async fn hot_swap(plan: SwapPlan, started: Instant) -> anyhow::Result<(Duration,
         .and_then(|s| s.to_str())
         .unwrap_or_default()
         .to_owned();
+    let mut served = None;
     loop {
         if landed.elapsed() > Duration::from_secs(60) {
-            bail!("the new version was not serving 60 s after the file landed");
+            bail!("the new version was not serving optimized code 60 s after the file landed");
         }
         let adapters: Value = client
             .get(format!("{}/v1/adapters", plan.url))
@@ -864,18 +879,23 @@ async fn hot_swap(plan: SwapPlan, started: Instant) -> anyhow::Result<(Duration,
             .await?
             .json()
             .await?;
-        let serving = adapters["data"]
+        let adapter = adapters["data"]
             .as_array()
             .into_iter()
             .flatten()
             .find(|a| a["id"] == id.as_str())
-            .and_then(|a| a["serving_sha256"].as_str())
-            .unwrap_or_default()
-            .to_owned();
-        if serving == sha {
-            return Ok((landed - started, landed.elapsed()));
+            .cloned()
+            .unwrap_or_default();
+        if adapter["serving_sha256"] == sha.as_str() {
+            let now = landed.elapsed();
+            let first = *served.get_or_insert(now);
+            // A build that reports no tier serves optimized code from the start.
+            if adapter["serving_tier"] != "baseline" {
+                return Ok((landed - started, first, (first != now).then_some(now)));
+            }
         }
-        tokio::time::sleep(Duration::from_millis(2)).await;
+        let poll = if served.is_some() { 10 } else { 2 };
+        tokio::time::sleep(Duration::from_millis(poll)).await;
     }
 }
 

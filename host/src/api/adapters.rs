@@ -13,7 +13,7 @@ use std::sync::Arc;
 use std::time::SystemTime;
 
 use crate::app::App;
-use crate::runtime::{Capabilities, Runtime, WebhookAuth};
+use crate::runtime::{Capabilities, Runtime, Tier, WebhookAuth};
 
 pub fn router() -> Router<Arc<App>> {
     Router::new().route("/v1/adapters", get(list))
@@ -29,6 +29,9 @@ pub struct AdapterView {
     #[serde(serialize_with = "rfc3339")]
     #[schema(value_type = Option<String>)]
     pub serving_since: Option<SystemTime>,
+    /// Which compiler made the code serving now: `baseline` (Winch's single pass, what a new
+    /// version serves for its first moments after a hot swap) or `optimized` (Cranelift's).
+    pub serving_tier: Option<Tier>,
     /// Why the latest file for this id was refused (the previous version keeps serving).
     pub last_error: Option<String>,
     #[serde(serialize_with = "rfc3339")]
@@ -125,6 +128,7 @@ pub fn views(runtime: &Arc<Runtime>) -> Vec<AdapterView> {
                 id: status.id,
                 serving_sha256: status.serving_sha256,
                 serving_since: status.serving_since,
+                serving_tier: status.serving_tier,
                 last_error: status.last_error.as_deref().map(without_directories),
                 last_error_at: status.last_error_at,
                 manifest,
@@ -237,6 +241,7 @@ mod tests {
             serving_since: Some(
                 SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_795_316_400),
             ),
+            serving_tier: Some(Tier::Baseline),
             last_error: None,
             last_error_at: None,
             manifest: Some(ManifestView {
@@ -265,6 +270,7 @@ mod tests {
                 "id": "efi",
                 "serving_sha256": "ab".repeat(32),
                 "serving_since": "2026-11-22T03:00:00Z",
+                "serving_tier": "baseline",
                 "last_error": null,
                 "last_error_at": null,
                 "manifest": {

@@ -252,7 +252,8 @@ pub(super) async fn run<R>(
         request_id: request_id.to_owned(),
         send_gate,
     };
-    let mut store = Store::new(&engine.engine, state);
+    // The engine of the tier `pre` was compiled by.
+    let mut store = Store::new(pre.instance_pre().engine(), state);
     store.limiter(|s| &mut s.limiter);
     let deadline = Instant::now() + limits.call_deadline;
     store.set_epoch_deadline(1);

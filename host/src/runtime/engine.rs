@@ -1,8 +1,12 @@
-//! The one wasmtime engine all adapters share, and how components get compiled.
+//! The wasmtime engines adapters run on, and how components get compiled.
 //!
-//! Component model, pooling allocator (instances come from pre-reserved slots, so a fresh store
-//! per call costs microseconds), epoch interruption driven by a ticker thread, and a linker with
-//! the `pixgw:psp` imports plus WASI reduced to nothing (no files, environment or sockets).
+//! Two tiers ([`Tier`]): Cranelift's optimized code, what serves normally and what the compile
+//! cache keeps, and Winch's baseline code, compiled in one pass in a fraction of the time, which
+//! a hot swap serves until Cranelift's is ready. Each tier is an engine with its own linker; both
+//! have epoch interruption driven by one ticker thread, and a linker with the `pixgw:psp` imports
+//! plus WASI reduced to nothing (no files, environment or sockets). The optimized engine
+//! allocates instances from a pool (pre-reserved slots, so a fresh store per call costs
+//! microseconds); the baseline one, used for moments, maps each instance's memory on demand.
 //! Compiled components are cached on disk by content hash, so a restart skips Cranelift, and
 //! compiled functions are cached one by one ([`FunctionCache`]), so a new version of an adapter
 //! recompiles only what changed; [`compile_cache`] keeps the directory within its budget.
@@ -15,7 +19,9 @@ use std::time::Duration;
 
 use sha2::{Digest, Sha256};
 use wasmtime::component::{Component, HasSelf, Linker};
-use wasmtime::{Config, Enabled, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
+use wasmtime::{
+    Config, Enabled, Engine, InstanceAllocationStrategy, PoolingAllocationConfig, Strategy,
+};
 
 use super::bindings;
 use super::call::CallState;
@@ -61,9 +67,37 @@ impl Default for Limits {
     }
 }
 
-pub struct AdapterEngine {
+/// Which compiler made the code an adapter version runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Tier {
+    /// Winch's single pass: ready in a fraction of Cranelift's time, slower to run. A hot swap
+    /// serves it until the optimized code is ready.
+    Baseline,
+    /// Cranelift's: what serves once compiled, and what the compile cache keeps.
+    Optimized,
+}
+
+/// One tier's engine and the linker of the imports adapters get on it.
+pub(super) struct Compiler {
     pub(super) engine: Engine,
     pub(super) linker: Linker<CallState>,
+}
+
+impl Compiler {
+    fn new(config: &Config) -> anyhow::Result<Compiler> {
+        let engine = Engine::new(config).map_err(|e| anyhow::anyhow!("{e}"))?;
+        let mut linker = Linker::<CallState>::new(&engine);
+        wasmtime_wasi::p2::add_to_linker_async(&mut linker).map_err(|e| anyhow::anyhow!("{e}"))?;
+        bindings::Adapter::add_to_linker::<CallState, HasSelf<CallState>>(&mut linker, |s| s)
+            .map_err(|e| anyhow::anyhow!("{e}"))?;
+        Ok(Compiler { engine, linker })
+    }
+}
+
+pub struct AdapterEngine {
+    pub(super) optimized: Compiler,
+    pub(super) baseline: Compiler,
     pub(super) limits: Limits,
     cache: Option<DiskCache>,
     /// Where Cranelift's parallel work runs ([`COMPILE_THREADS_PER_CORE`]).
@@ -105,13 +139,18 @@ impl AdapterEngine {
         config
             .wasm_component_model(true)
             .epoch_interruption(true)
-            .allocation_strategy(InstanceAllocationStrategy::Pooling(pool))
-            // Small reservations keep the pool's address space modest; adapters are small.
+            // Small reservations keep the address space modest; adapters are small.
             .memory_reservation(limits.memory_bytes as u64)
             .memory_guard_size(64 << 10)
             .memory_reservation_for_growth(0)
             .max_wasm_stack(1 << 20)
             .async_stack_size(2 << 20);
+        let mut baseline = config.clone();
+        baseline.strategy(Strategy::Winch);
+        let baseline = Compiler::new(&baseline)?;
+        config
+            .strategy(Strategy::Cranelift)
+            .allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
         let cache = match cache_dir {
             Some(dir) => {
                 std::fs::create_dir_all(&dir)?;
@@ -130,12 +169,7 @@ impl AdapterEngine {
         config
             .enable_incremental_compilation(functions)
             .map_err(|e| anyhow::anyhow!("{e}"))?;
-        let engine = Engine::new(&config).map_err(|e| anyhow::anyhow!("{e}"))?;
-
-        let mut linker = Linker::<CallState>::new(&engine);
-        wasmtime_wasi::p2::add_to_linker_async(&mut linker).map_err(|e| anyhow::anyhow!("{e}"))?;
-        bindings::Adapter::add_to_linker::<CallState, HasSelf<CallState>>(&mut linker, |s| s)
-            .map_err(|e| anyhow::anyhow!("{e}"))?;
+        let optimized = Compiler::new(&config)?;
 
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         let compile_pool = rayon::ThreadPoolBuilder::new()
@@ -144,22 +178,25 @@ impl AdapterEngine {
             .build()?;
 
         let ticker_stop = Arc::new(AtomicBool::new(false));
-        let (weak, stop) = (engine.weak(), ticker_stop.clone());
+        let engines = [optimized.engine.weak(), baseline.engine.weak()];
+        let stop = ticker_stop.clone();
         std::thread::Builder::new()
             .name("pixgw-epoch".into())
             .spawn(move || {
                 while !stop.load(Ordering::Relaxed) {
                     std::thread::sleep(EPOCH_TICK);
-                    match weak.upgrade() {
-                        Some(engine) => engine.increment_epoch(),
-                        None => break,
+                    for weak in &engines {
+                        match weak.upgrade() {
+                            Some(engine) => engine.increment_epoch(),
+                            None => return,
+                        }
                     }
                 }
             })?;
 
         Ok(AdapterEngine {
-            engine,
-            linker,
+            optimized,
+            baseline,
             limits,
             cache,
             compile_pool,
@@ -167,31 +204,59 @@ impl AdapterEngine {
         })
     }
 
-    /// Compiles `bytes`, or loads the artifact compiled earlier from the same bytes by this same
-    /// engine configuration. Blocking and CPU-heavy: call it off the async threads.
-    pub fn compile(&self, bytes: &[u8]) -> anyhow::Result<Component> {
-        let Some(cache) = &self.cache else {
-            return self.compile_in_pool(bytes);
-        };
+    pub(super) fn compiler(&self, tier: Tier) -> &Compiler {
+        match tier {
+            Tier::Baseline => &self.baseline,
+            Tier::Optimized => &self.optimized,
+        }
+    }
+
+    /// The optimized component compiled earlier from `bytes`, if the compile cache holds it.
+    /// Blocking: call it off the async threads.
+    pub fn cached(&self, bytes: &[u8]) -> Option<Component> {
+        let cache = self.cache.as_ref()?;
         let path = cache
             .dir
             .join(format!("{}.cwasm", self.artifact_key(bytes)));
         // Read into memory rather than mmap the file: something truncating a mapped artifact
         // would crash the gateway with SIGBUS.
-        if let Ok(artifact) = std::fs::read(&path) {
-            // SAFETY: the file was written by `Component::serialize` of an engine with the same
-            // compatibility hash (part of the file name), in a directory only pixgw writes;
-            // wasmtime still checks its header and version before using it.
-            match unsafe { Component::deserialize(&self.engine, &artifact) } {
-                Ok(component) => {
-                    cache.upkeep.after_compile(vec![path], 0);
-                    return Ok(component);
-                }
-                Err(e) => {
-                    tracing::warn!(path = %path.display(), error = %e, "discarding unusable compiled artifact")
-                }
+        let artifact = std::fs::read(&path).ok()?;
+        // SAFETY: the file was written by `Component::serialize` of an engine with the same
+        // compatibility hash (part of the file name), in a directory only pixgw writes;
+        // wasmtime still checks its header and version before using it.
+        match unsafe { Component::deserialize(&self.optimized.engine, &artifact) } {
+            Ok(component) => {
+                cache.upkeep.after_compile(vec![path], 0);
+                Some(component)
+            }
+            Err(e) => {
+                tracing::warn!(path = %path.display(), error = %e, "discarding unusable compiled artifact");
+                None
             }
         }
+    }
+
+    /// Winch's compile of `bytes`, not cached: it takes a fraction of Cranelift's time, and the
+    /// optimized code that follows is what the cache keeps. Blocking and CPU-heavy.
+    pub fn compile_baseline(&self, bytes: &[u8]) -> anyhow::Result<Component> {
+        self.compile_pool
+            .install(|| Component::new(&self.baseline.engine, bytes))
+            .map_err(|e| anyhow::anyhow!("{e}"))
+    }
+
+    /// Compiles `bytes` to optimized code, or loads the artifact compiled earlier from the same
+    /// bytes by this same engine configuration. Blocking and CPU-heavy: call it off the async
+    /// threads.
+    pub fn compile(&self, bytes: &[u8]) -> anyhow::Result<Component> {
+        let Some(cache) = &self.cache else {
+            return self.compile_in_pool(bytes);
+        };
+        if let Some(component) = self.cached(bytes) {
+            return Ok(component);
+        }
+        let path = cache
+            .dir
+            .join(format!("{}.cwasm", self.artifact_key(bytes)));
         let compiled = self.compile_in_pool(bytes);
         let mut activity = cache.functions.take_activity();
         if let Ok(component) = &compiled {
@@ -219,14 +284,15 @@ impl AdapterEngine {
     /// parallel iterator on the pool of the thread that starts it).
     fn compile_in_pool(&self, bytes: &[u8]) -> anyhow::Result<Component> {
         self.compile_pool
-            .install(|| Component::new(&self.engine, bytes))
+            .install(|| Component::new(&self.optimized.engine, bytes))
             .map_err(|e| anyhow::anyhow!("{e}"))
     }
 
     fn artifact_key(&self, bytes: &[u8]) -> String {
         use std::hash::{Hash, Hasher};
         let mut engine_hash = std::collections::hash_map::DefaultHasher::new();
-        self.engine
+        self.optimized
+            .engine
             .precompile_compatibility_hash()
             .hash(&mut engine_hash);
         format!(

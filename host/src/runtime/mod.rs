@@ -1,6 +1,7 @@
 //! The plugin runtime: PSP adapters as sandboxed WebAssembly components.
 //!
-//! - [`engine`]: the shared wasmtime engine (pooling, epochs, limits) and the compile cache;
+//! - [`engine`]: the wasmtime engines (Cranelift's optimized code; Winch's baseline code, which a
+//!   hot swap serves until the optimized is ready), pooling, epochs, limits, the compile cache;
 //!   [`function_cache`]: compiled functions kept for the next version of an adapter.
 //! - [`registry`]: provider id → the adapter version serving now; validation of new files.
 //! - [`watcher`]: hot reload of the plugin directory.
@@ -35,7 +36,7 @@ pub use bindings::types::{
     PspError as PspErrorDetail, RefusalReason, WebhookAuth, WebhookRequest,
 };
 pub use call::{Credential, PluginFault, PreparedCredential, SendGate, TransportFailure};
-pub use engine::Limits;
+pub use engine::{Limits, Tier};
 pub use outbound::{check_certificate_pem, check_identity_pem, check_private_key_pem};
 pub use registry::{AdapterStatus, LoadError};
 
@@ -108,6 +109,8 @@ pub struct Runtime {
     registry: Registry,
     admission: admission::Admission,
     config: RuntimeConfig,
+    /// Versions serving baseline code whose optimized code is being compiled.
+    optimizing: tokio::sync::watch::Sender<usize>,
 }
 
 /// One loaded version of one adapter.
@@ -116,6 +119,8 @@ pub struct LoadedAdapter {
     pub sha256: String,
     pub path: PathBuf,
     pub loaded_at: SystemTime,
+    /// Which compiler made the code this version runs.
+    pub tier: Tier,
     pre: bindings::AdapterPre<CallState>,
     id: Arc<str>,
 }
@@ -139,6 +144,7 @@ impl Runtime {
                 config.admission.clone(),
             ),
             config,
+            optimizing: tokio::sync::watch::Sender::new(0),
         }))
     }
 
@@ -197,13 +203,33 @@ impl Runtime {
         results
     }
 
-    /// Loads (or reloads) one plugin file and swaps it in if it validates. Returns the provider id.
+    /// Loads (or reloads) one plugin file and swaps it in if it validates, running optimized
+    /// code from its first call. Returns the provider id.
     pub async fn load_file(self: &Arc<Self>, path: &Path) -> Result<String, LoadError> {
+        self.load_file_as(path, Tier::Optimized).await
+    }
+
+    /// What hot reload runs for a new file: [`Runtime::load_file`], except that a version whose
+    /// optimized code the compile cache does not hold serves baseline code as soon as that
+    /// validates, and is swapped for its optimized code once Cranelift has compiled it. A swap
+    /// under load then waits for Winch's one pass, not for Cranelift sharing the cores with the
+    /// load.
+    pub async fn reload_file(self: &Arc<Self>, path: &Path) -> Result<String, LoadError> {
+        self.load_file_as(path, Tier::Baseline).await
+    }
+
+    /// Resolves once no version is waiting for its optimized code.
+    pub async fn optimized(&self) {
+        let mut pending = self.optimizing.subscribe();
+        let _ = pending.wait_for(|n| *n == 0).await;
+    }
+
+    async fn load_file_as(self: &Arc<Self>, path: &Path, first: Tier) -> Result<String, LoadError> {
         let expected = registry::expected_id(path).ok_or_else(|| LoadError::Invalid {
             path: path.into(),
             reason: "plugin files are named <provider-id>.wasm with a lowercase id".into(),
         })?;
-        let bytes = read_plugin(path)?;
+        let bytes: Arc<[u8]> = read_plugin(path)?.into();
         if let Some(serving) = self.registry.get(&expected)
             && serving.sha256 == registry::sha256_hex(&bytes)
         {
@@ -212,13 +238,18 @@ impl Runtime {
             return Ok(expected);
         }
         let started = std::time::Instant::now();
-        let result = self.load_validated(path, bytes, &expected).await;
+        let result = self
+            .load_validated(path, bytes.clone(), &expected, first)
+            .await;
         // How long a swap took here, apart from the watcher's latency and the first request.
         let load_ms = started.elapsed().as_millis() as u64;
         match &result {
             Ok(adapter) => {
-                tracing::info!(provider = %expected, sha256 = %adapter.sha256, path = %path.display(), load_ms, "adapter loaded");
+                tracing::info!(provider = %expected, sha256 = %adapter.sha256, path = %path.display(), tier = ?adapter.tier, load_ms, "adapter loaded");
                 self.registry.install(adapter.clone());
+                if adapter.tier == Tier::Baseline {
+                    self.optimize_later(adapter.clone(), bytes);
+                }
             }
             Err(error) => {
                 tracing::error!(provider = %expected, error = %error, "adapter rejected; the previous version keeps serving");
@@ -228,6 +259,51 @@ impl Runtime {
         result.map(|_| expected)
     }
 
+    /// Compiles `baseline`'s optimized code in the background and swaps it in, unless another
+    /// version has replaced `baseline` meanwhile. Should Cranelift refuse what Winch took, the
+    /// baseline code keeps serving and the failure is reported like a refused file's.
+    fn optimize_later(self: &Arc<Self>, baseline: Arc<LoadedAdapter>, bytes: Arc<[u8]>) {
+        /// Counts the compile as pending while it lives, however its task ends.
+        struct Pending(Arc<Runtime>);
+        impl Drop for Pending {
+            fn drop(&mut self) {
+                self.0.optimizing.send_modify(|n| *n -= 1);
+            }
+        }
+        self.optimizing.send_modify(|n| *n += 1);
+        let pending = Pending(self.clone());
+        tokio::spawn(async move {
+            let runtime = &pending.0;
+            let started = std::time::Instant::now();
+            let result = runtime
+                .load_validated(
+                    &baseline.path,
+                    bytes,
+                    &baseline.manifest.id,
+                    Tier::Optimized,
+                )
+                .await;
+            let compile_ms = started.elapsed().as_millis() as u64;
+            match result {
+                Ok(optimized) => {
+                    if runtime.registry.replace(&baseline, optimized) {
+                        tracing::info!(provider = %baseline.id, sha256 = %baseline.sha256, compile_ms, "adapter optimized");
+                    }
+                }
+                Err(error) => {
+                    if runtime
+                        .registry
+                        .get(&baseline.id)
+                        .is_some_and(|serving| Arc::ptr_eq(&serving, &baseline))
+                    {
+                        tracing::error!(provider = %baseline.id, sha256 = %baseline.sha256, error = %error, "adapter's optimized compile failed; its baseline code keeps serving");
+                        runtime.registry.record_failure(&baseline.id, &error);
+                    }
+                }
+            }
+        });
+    }
+
     /// Compiles and validates one plugin file, as a load does, without installing it or logging:
     /// what `pixgw plugins check` runs.
     pub async fn inspect(self: &Arc<Self>, path: &Path) -> Result<Arc<LoadedAdapter>, LoadError> {
@@ -235,7 +311,7 @@ impl Runtime {
             path: path.into(),
             reason: "plugin files are named <provider-id>.wasm with a lowercase id".into(),
         })?;
-        self.load_validated(path, read_plugin(path)?, &expected)
+        self.load_validated(path, read_plugin(path)?.into(), &expected, Tier::Optimized)
             .await
     }
 
@@ -246,37 +322,56 @@ impl Runtime {
         }
     }
 
+    /// Compiles and validates `bytes`: with `tier` optimized, to optimized code; with baseline,
+    /// to optimized code if the compile cache holds it, else to baseline code (or optimized
+    /// code, should Winch refuse what Cranelift takes).
     async fn load_validated(
         self: &Arc<Self>,
         path: &Path,
-        bytes: Vec<u8>,
+        bytes: Arc<[u8]>,
         expected: &str,
+        tier: Tier,
     ) -> Result<Arc<LoadedAdapter>, LoadError> {
         let invalid = |reason: String| LoadError::Invalid {
             path: path.into(),
             reason,
         };
         let engine = self.engine.clone();
-        let (pre, sha256) = tokio::task::spawn_blocking(move || {
+        let (pre, sha256, tier) = tokio::task::spawn_blocking(move || {
             let sha256 = registry::sha256_hex(&bytes);
-            let component = engine.compile(&bytes).map_err(|e| format!("{e:#}"))?;
+            let optimized = || engine.compile(&bytes).map(|c| (c, Tier::Optimized));
+            let compiled = match tier {
+                Tier::Optimized => optimized(),
+                Tier::Baseline => match engine.cached(&bytes) {
+                    Some(component) => Ok((component, Tier::Optimized)),
+                    None => engine
+                        .compile_baseline(&bytes)
+                        .map(|c| (c, Tier::Baseline))
+                        .or_else(|error| {
+                            tracing::debug!(error = %error, "Winch refused the component; compiling it with Cranelift");
+                            optimized()
+                        }),
+                },
+            };
+            let (component, tier) = compiled.map_err(|e| format!("{e:#}"))?;
+            let compiler = engine.compiler(tier);
             // An adapter of another contract version fails one way or another: say so instead.
             let mismatch = || {
                 let imports = component
                     .component_type()
-                    .imports(&engine.engine)
+                    .imports(&compiler.engine)
                     .map(|(name, _)| name.to_owned())
                     .collect::<Vec<_>>();
                 registry::contract_mismatch(&imports)
             };
-            let instance_pre = engine
+            let instance_pre = compiler
                 .linker
                 .instantiate_pre(&component)
                 .map_err(|e| mismatch().unwrap_or_else(|| format!("{e:#}")))?;
             let pre = bindings::AdapterPre::new(instance_pre).map_err(|e| {
                 mismatch().unwrap_or_else(|| registry::explain_missing_exports(format!("{e:#}")))
             })?;
-            Ok::<_, String>((pre, sha256))
+            Ok::<_, String>((pre, sha256, tier))
         })
         .await
         .map_err(|e| invalid(format!("compilation task failed: {e}")))?
@@ -303,6 +398,7 @@ impl Runtime {
             sha256,
             path: path.into(),
             loaded_at: SystemTime::now(),
+            tier,
             pre,
             id,
         }))
@@ -377,6 +473,11 @@ impl Adapter {
     /// SHA-256 of the component serving this handle.
     pub fn version(&self) -> &str {
         &self.loaded.sha256
+    }
+
+    /// Which compiler made the code this handle runs.
+    pub fn tier(&self) -> Tier {
+        self.loaded.tier
     }
 
     /// Binds a credential to this adapter version. Cheap to keep and reuse across calls.

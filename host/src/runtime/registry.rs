@@ -17,6 +17,7 @@ use sha2::{Digest, Sha256};
 
 use super::LoadedAdapter;
 use super::bindings::types::Manifest;
+use super::engine::Tier;
 
 /// The WIT major version this host implements.
 pub const WIT_MAJOR: u64 = 2;
@@ -31,6 +32,8 @@ pub struct AdapterStatus {
     /// SHA-256 of the `.wasm` serving now, if any.
     pub serving_sha256: Option<String>,
     pub serving_since: Option<SystemTime>,
+    /// Which compiler made the code serving now.
+    pub serving_tier: Option<Tier>,
     /// The most recent failure to load a new file for this id, kept until a load succeeds.
     pub last_error: Option<String>,
     pub last_error_at: Option<SystemTime>,
@@ -156,12 +159,32 @@ impl Registry {
             id: id.clone(),
             serving_sha256: Some(adapter.sha256.clone()),
             serving_since: Some(SystemTime::now()),
+            serving_tier: Some(adapter.tier),
             last_error: None,
             last_error_at: None,
         };
         next.insert(id.clone(), adapter);
         self.serving.store(Arc::new(next));
         self.status.lock().insert(id, status);
+    }
+
+    /// Serves `next` (the same file's code from another compiler) in place of `current`, if
+    /// `current` still serves. Whether it did.
+    pub(super) fn replace(&self, current: &Arc<LoadedAdapter>, next: Arc<LoadedAdapter>) -> bool {
+        let _guard = self.swap_lock.lock();
+        let id = &current.manifest.id;
+        let serving = self.serving.load();
+        if !serving.get(id).is_some_and(|s| Arc::ptr_eq(s, current)) {
+            return false;
+        }
+        let mut serving = HashMap::clone(&serving);
+        let tier = next.tier;
+        serving.insert(id.clone(), next);
+        self.serving.store(Arc::new(serving));
+        if let Some(status) = self.status.lock().get_mut(id) {
+            status.serving_tier = Some(tier);
+        }
+        true
     }
 
     pub(super) fn remove(&self, id: &str) {
@@ -190,6 +213,7 @@ impl Registry {
                 id: id.to_owned(),
                 serving_sha256: None,
                 serving_since: None,
+                serving_tier: None,
                 last_error: None,
                 last_error_at: None,
             });

@@ -4,7 +4,8 @@
 //! `mv`, which never exposes a partial file) or one whose writer has just closed it. Other events
 //! (a copy still writing, a removal) are debounced per file, so they are acted on once the file
 //! has gone quiet. A file that fails validation leaves the previous version serving; a file whose
-//! bytes are those already serving is not loaded again.
+//! bytes are those already serving is not loaded again. A new version serves its baseline code
+//! first ([`Runtime::reload_file`]).
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -70,7 +71,7 @@ impl Runtime {
                         for path in due {
                             pending.remove(&path);
                             if path.exists() {
-                                let _ = runtime.load_file(&path).await;
+                                let _ = runtime.reload_file(&path).await;
                             } else {
                                 runtime.unload_file(&path);
                             }

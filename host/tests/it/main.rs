@@ -33,6 +33,7 @@ mod runtime_openpix;
 mod runtime_pagbank;
 mod runtime_sandbox;
 mod runtime_stripe;
+mod runtime_tiers;
 mod safety_ops;
 mod serve_binary;
 mod store_durability;

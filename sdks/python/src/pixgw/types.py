@@ -24,6 +24,7 @@ class AdapterView(TypedDict):
     serving_sha256: NotRequired[str | None]
     """SHA-256 of the component serving now."""
     serving_since: NotRequired[str | None]
+    serving_tier: NotRequired[None | Tier]
 
 
 class AttachEvidenceRequest(TypedDict):
@@ -575,6 +576,10 @@ class StatementTotals(TypedDict):
     count: int
 
 
+Tier = Literal["baseline", "optimized"]
+"""Which compiler made the code an adapter version runs."""
+
+
 class UpdateCredentialRequest(TypedDict):
     """`PATCH /v1/credentials/{id}` body: what [`update`] reads. Omitted fields keep their value."""
     active: NotRequired[bool | None]
@@ -724,6 +729,7 @@ __all__ = [
     "StatementLineObject",
     "StatementList",
     "StatementTotals",
+    "Tier",
     "UpdateCredentialRequest",
     "UpdateEndpointRequest",
     "UpdatePaymentLinkRequest",

@@ -488,6 +488,7 @@ export interface components {
             /** @description SHA-256 of the component serving now. */
             serving_sha256?: string | null;
             serving_since?: string | null;
+            serving_tier?: null | components["schemas"]["Tier"];
         };
         /** @description `POST` body (documentation of what [`read_upload`] accepts). */
         AttachEvidenceRequest: {
@@ -1209,6 +1210,11 @@ export interface components {
             /** Format: int64 */
             count: number;
         };
+        /**
+         * @description Which compiler made the code an adapter version runs.
+         * @enum {string}
+         */
+        Tier: "baseline" | "optimized";
         /** @description `PATCH /v1/credentials/{id}` body: what [`update`] reads. Omitted fields keep their value. */
         UpdateCredentialRequest: {
             /** @description `false`: no new charge uses it. */
