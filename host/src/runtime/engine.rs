@@ -20,7 +20,8 @@ use std::time::Duration;
 use sha2::{Digest, Sha256};
 use wasmtime::component::{Component, HasSelf, Linker};
 use wasmtime::{
-    Config, Enabled, Engine, InstanceAllocationStrategy, PoolingAllocationConfig, Strategy,
+    Config, Enabled, Engine, InstanceAllocationStrategy, OptLevel, PoolingAllocationConfig,
+    Strategy,
 };
 
 use super::bindings;
@@ -146,7 +147,13 @@ impl AdapterEngine {
             .max_wasm_stack(1 << 20)
             .async_stack_size(2 << 20);
         let mut baseline = config.clone();
-        baseline.strategy(Strategy::Winch);
+        // Winch compiles the adapter's functions; the trampolines between them and the host are
+        // still Cranelift's, compiled without optimizations: the code serves for moments. (Not
+        // Cranelift's single-pass register allocator, which wasmtime does not support for
+        // security-sensitive use.)
+        baseline
+            .strategy(Strategy::Winch)
+            .cranelift_opt_level(OptLevel::None);
         let baseline = Compiler::new(&baseline)?;
         config
             .strategy(Strategy::Cranelift)
