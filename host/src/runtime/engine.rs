@@ -1,8 +1,8 @@
 //! The wasmtime engines adapters run on, and how components get compiled.
 //!
 //! Two tiers ([`Tier`]): Cranelift's optimized code, what serves normally and what the compile
-//! cache keeps, and Winch's baseline code, compiled in one pass in a fraction of the time, which
-//! a hot swap serves until Cranelift's is ready. Each tier is an engine with its own linker; both
+//! cache keeps, and Winch's baseline code, compiled in one pass in less time (a quarter of
+//! Cranelift's with nothing cached), which a hot swap serves until Cranelift's is ready. Each tier is an engine with its own linker; both
 //! have epoch interruption driven by one ticker thread, and a linker with the `pixgw:psp` imports
 //! plus WASI reduced to nothing (no files, environment or sockets). The optimized engine
 //! allocates instances from a pool (pre-reserved slots, so a fresh store per call costs
@@ -72,8 +72,8 @@ impl Default for Limits {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Tier {
-    /// Winch's single pass: ready in a fraction of Cranelift's time, slower to run. A hot swap
-    /// serves it until the optimized code is ready.
+    /// Winch's single pass: ready sooner than Cranelift's, slower to run. A hot swap serves it
+    /// until the optimized code is ready.
     Baseline,
     /// Cranelift's: what serves once compiled, and what the compile cache keeps.
     Optimized,
@@ -243,8 +243,8 @@ impl AdapterEngine {
         }
     }
 
-    /// Winch's compile of `bytes`, not cached: it takes a fraction of Cranelift's time, and the
-    /// optimized code that follows is what the cache keeps. Blocking and CPU-heavy.
+    /// Winch's compile of `bytes`, not cached (Winch takes no incremental cache; the optimized
+    /// code that follows is what the cache keeps). Blocking and CPU-heavy.
     pub fn compile_baseline(&self, bytes: &[u8]) -> anyhow::Result<Component> {
         self.compile_pool
             .install(|| Component::new(&self.baseline.engine, bytes))
