@@ -32,7 +32,7 @@ use axum::Router;
 use axum::routing::{post, put};
 use criterion::{Criterion, criterion_group, criterion_main};
 use pixgw::runtime::{
-    ChargeRequest, Credential, EndpointOverride, Environment, Payer, Runtime, RuntimeConfig,
+    ChargeRequest, Credential, EndpointOverride, Environment, Payer, Runtime, RuntimeConfig, Tier,
 };
 
 const COB: &str = r#"{"calendario":{"criacao":"2026-11-22T12:00:00Z","expiracao":3600},"txid":"TXID","revisao":0,"loc":{"id":7,"location":"pix.example/qr/v2/7","tipoCob":"cob"},"location":"pix.example/qr/v2/7","status":"ATIVA","valor":{"original":"12.34"},"chave":"key","pixCopiaECola":"00020126580014br.gov.bcb.pix0136123e4567-e12b-12d1-a456-4266554400005204000053039865802BR5913Fulano de Tal6008BRASILIA62070503***63041D3D"}"#;
@@ -159,38 +159,32 @@ fn startup(c: &mut Criterion, tokio: &tokio::runtime::Runtime, target: &Path) {
     let mut version = 0;
     let mut group = c.benchmark_group("swap");
     group.sample_size(10);
-    group.bench_function("new_efi_version", |b| {
-        b.iter_custom(|iters| {
-            let mut spent = Duration::ZERO;
-            for _ in 0..iters {
-                version += 1;
-                std::fs::write(&file, common::new_version_of(&efi, &version.to_string())).unwrap();
-                let started = Instant::now();
-                tokio.block_on(runtime.reload_file(&file)).unwrap();
-                spent += started.elapsed();
-                assert_eq!(
-                    runtime.adapter("efi").unwrap().tier(),
-                    pixgw::runtime::Tier::Baseline
-                );
-                // Not timed: the optimized compile that follows, so the next sample is idle.
-                tokio.block_on(runtime.optimized());
-            }
-            spent
-        })
-    });
-    group.bench_function("new_efi_version_optimized", |b| {
-        b.iter_custom(|iters| {
-            let mut spent = Duration::ZERO;
-            for _ in 0..iters {
-                version += 1;
-                std::fs::write(&file, common::new_version_of(&efi, &version.to_string())).unwrap();
-                let started = Instant::now();
-                tokio.block_on(runtime.load_file(&file)).unwrap();
-                spent += started.elapsed();
-            }
-            spent
-        })
-    });
+    for (name, first) in [
+        ("new_efi_version", Tier::Baseline),
+        ("new_efi_version_optimized", Tier::Optimized),
+    ] {
+        group.bench_function(name, |b| {
+            b.iter_custom(|iters| {
+                let mut spent = Duration::ZERO;
+                for _ in 0..iters {
+                    version += 1;
+                    let bytes = common::new_version_of(&efi, &version.to_string());
+                    std::fs::write(&file, bytes).unwrap();
+                    let started = Instant::now();
+                    match first {
+                        Tier::Baseline => tokio.block_on(runtime.reload_file(&file)),
+                        Tier::Optimized => tokio.block_on(runtime.load_file(&file)),
+                    }
+                    .unwrap();
+                    spent += started.elapsed();
+                    assert_eq!(runtime.adapter("efi").unwrap().tier(), first);
+                    // Not timed: the optimized compile that follows, so the next sample is idle.
+                    tokio.block_on(runtime.optimized());
+                }
+                spent
+            })
+        });
+    }
     group.finish();
 }
 
@@ -261,7 +255,7 @@ fn bench(c: &mut Criterion) {
         .block_on(swapped.reload_file(&plugins.path().join("efi.wasm")))
         .unwrap();
     let efi_baseline = swapped.adapter("efi").unwrap();
-    assert_eq!(efi_baseline.tier(), pixgw::runtime::Tier::Baseline);
+    assert_eq!(efi_baseline.tier(), Tier::Baseline);
     let efi_baseline_cred = efi_baseline.prepare(&efi_credential);
     tokio.block_on(swapped.optimized());
     let hostile = runtime.adapter("hostile").unwrap();

@@ -8,7 +8,18 @@ use std::path::Path;
 use std::sync::Arc;
 
 use common::*;
+use pixgw::runtime::registry::sha256_hex;
 use pixgw::runtime::{Limits, Payer, Runtime, RuntimeConfig, Tier};
+
+/// The version serving efi, the tier its handle runs, and the tier the status report gives.
+fn serving(runtime: &Arc<Runtime>) -> (String, Tier, Option<Tier>) {
+    let efi = runtime.adapter("efi").unwrap();
+    (
+        efi.version().to_owned(),
+        efi.tier(),
+        tier_in_status(runtime, "efi"),
+    )
+}
 
 fn tier_in_status(runtime: &Arc<Runtime>, id: &str) -> Option<Tier> {
     runtime
@@ -39,78 +50,75 @@ async fn charge(runtime: &Arc<Runtime>, sim: &psp_sim::Sim, id: &str) -> Result<
     Ok(())
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_new_version_serves_baseline_code_then_optimized_and_a_cached_one_optimized_at_once() {
+/// The simulator, a runtime serving efi (optimized, from the shared cache), its file and bytes.
+async fn efi_loaded() -> (psp_sim::Sim, TestRuntime, std::path::PathBuf, Vec<u8>) {
     let sim = start_sim().await;
     let rt = runtime_with(&["efi"], Limits::default(), Some(&sim)).await;
-    let runtime = rt.runtime.clone();
     let file = rt.plugin_dir.path().join("efi.wasm");
     let original = std::fs::read(&file).unwrap();
+    (sim, rt, file, original)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_new_version_serves_baseline_code_then_optimized_and_a_cached_one_optimized_at_once() {
+    let (sim, rt, file, original) = efi_loaded().await;
+    let runtime = rt.runtime.clone();
     assert_eq!(runtime.adapter("efi").unwrap().tier(), Tier::Optimized);
 
     // A version no cache has seen (the cache is shared by the tests): Winch's code serves it.
     let new = new_version_of(&original, &uuid::Uuid::new_v4().to_string());
     std::fs::write(&file, &new).unwrap();
     assert_eq!(runtime.reload_file(&file).await.unwrap(), "efi");
-    let serving = runtime.adapter("efi").unwrap();
     assert_eq!(
-        (serving.version(), serving.tier()),
-        (
-            pixgw::runtime::registry::sha256_hex(&new).as_str(),
-            Tier::Baseline
-        )
+        serving(&runtime),
+        (sha256_hex(&new), Tier::Baseline, Some(Tier::Baseline))
     );
-    assert_eq!(tier_in_status(&runtime, "efi"), Some(Tier::Baseline));
     charge(&runtime, &sim, "efi").await.unwrap();
 
     // Then Cranelift's, the same version.
     runtime.optimized().await;
-    let serving = runtime.adapter("efi").unwrap();
     assert_eq!(
-        (serving.version(), serving.tier()),
-        (
-            pixgw::runtime::registry::sha256_hex(&new).as_str(),
-            Tier::Optimized
-        )
+        serving(&runtime),
+        (sha256_hex(&new), Tier::Optimized, Some(Tier::Optimized))
     );
-    assert_eq!(tier_in_status(&runtime, "efi"), Some(Tier::Optimized));
     charge(&runtime, &sim, "efi").await.unwrap();
 
     // Back to the first version, whose optimized code the cache holds: no baseline step.
     std::fs::write(&file, &original).unwrap();
     runtime.reload_file(&file).await.unwrap();
-    let serving = runtime.adapter("efi").unwrap();
     assert_eq!(
-        (serving.version(), serving.tier()),
+        serving(&runtime),
         (
-            pixgw::runtime::registry::sha256_hex(&original).as_str(),
-            Tier::Optimized
+            sha256_hex(&original),
+            Tier::Optimized,
+            Some(Tier::Optimized)
         )
     );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_version_replaced_before_its_optimized_code_is_ready_never_comes_back() {
-    let sim = start_sim().await;
-    let rt = runtime_with(&["efi"], Limits::default(), Some(&sim)).await;
+    let (sim, rt, file, original) = efi_loaded().await;
     let runtime = rt.runtime.clone();
-    let file = rt.plugin_dir.path().join("efi.wasm");
-    let original = std::fs::read(&file).unwrap();
 
-    let versions: Vec<Vec<u8>> = (0..3)
-        .map(|_| new_version_of(&original, &uuid::Uuid::new_v4().to_string()))
-        .collect();
-    for version in &versions {
-        std::fs::write(&file, version).unwrap();
+    // Two new versions, each serving Winch's code while Cranelift compiles it, then the first
+    // version again, whose optimized code the cache holds: it serves at once, and the two
+    // compiles that finish after it must not bring their versions back.
+    for _ in 0..2 {
+        let version = new_version_of(&original, &uuid::Uuid::new_v4().to_string());
+        std::fs::write(&file, &version).unwrap();
         runtime.reload_file(&file).await.unwrap();
+        assert_eq!(serving(&runtime).1, Tier::Baseline);
     }
+    std::fs::write(&file, &original).unwrap();
+    runtime.reload_file(&file).await.unwrap();
     runtime.optimized().await;
-    let serving = runtime.adapter("efi").unwrap();
     assert_eq!(
-        (serving.version(), serving.tier()),
+        serving(&runtime),
         (
-            pixgw::runtime::registry::sha256_hex(&versions[2]).as_str(),
-            Tier::Optimized
+            sha256_hex(&original),
+            Tier::Optimized,
+            Some(Tier::Optimized)
         )
     );
     charge(&runtime, &sim, "efi").await.unwrap();
