@@ -222,9 +222,7 @@ impl AdapterEngine {
     /// Blocking: call it off the async threads.
     pub fn cached(&self, bytes: &[u8]) -> Option<Component> {
         let cache = self.cache.as_ref()?;
-        let path = cache
-            .dir
-            .join(format!("{}.cwasm", self.artifact_key(bytes)));
+        let path = self.artifact_path(cache, bytes);
         // Read into memory rather than mmap the file: something truncating a mapped artifact
         // would crash the gateway with SIGBUS.
         let artifact = std::fs::read(&path).ok()?;
@@ -246,9 +244,7 @@ impl AdapterEngine {
     /// Winch's compile of `bytes`, not cached (Winch takes no incremental cache; the optimized
     /// code that follows is what the cache keeps). Blocking and CPU-heavy.
     pub fn compile_baseline(&self, bytes: &[u8]) -> anyhow::Result<Component> {
-        self.compile_pool
-            .install(|| Component::new(&self.baseline.engine, bytes))
-            .map_err(|e| anyhow::anyhow!("{e}"))
+        self.compile_in_pool(Tier::Baseline, bytes)
     }
 
     /// Compiles `bytes` to optimized code, or loads the artifact compiled earlier from the same
@@ -256,15 +252,13 @@ impl AdapterEngine {
     /// threads.
     pub fn compile(&self, bytes: &[u8]) -> anyhow::Result<Component> {
         let Some(cache) = &self.cache else {
-            return self.compile_in_pool(bytes);
+            return self.compile_in_pool(Tier::Optimized, bytes);
         };
         if let Some(component) = self.cached(bytes) {
             return Ok(component);
         }
-        let path = cache
-            .dir
-            .join(format!("{}.cwasm", self.artifact_key(bytes)));
-        let compiled = self.compile_in_pool(bytes);
+        let path = self.artifact_path(cache, bytes);
+        let compiled = self.compile_in_pool(Tier::Optimized, bytes);
         let mut activity = cache.functions.take_activity();
         if let Ok(component) = &compiled {
             match component.serialize() {
@@ -287,12 +281,19 @@ impl AdapterEngine {
         compiled
     }
 
-    /// Cranelift's compile of `bytes`; its parallel work runs on the compile pool (rayon runs a
+    /// `tier`'s compile of `bytes`; its parallel work runs on the compile pool (rayon runs a
     /// parallel iterator on the pool of the thread that starts it).
-    fn compile_in_pool(&self, bytes: &[u8]) -> anyhow::Result<Component> {
+    fn compile_in_pool(&self, tier: Tier, bytes: &[u8]) -> anyhow::Result<Component> {
         self.compile_pool
-            .install(|| Component::new(&self.optimized.engine, bytes))
+            .install(|| Component::new(&self.compiler(tier).engine, bytes))
             .map_err(|e| anyhow::anyhow!("{e}"))
+    }
+
+    /// Where the optimized artifact of `bytes` is cached.
+    fn artifact_path(&self, cache: &DiskCache, bytes: &[u8]) -> PathBuf {
+        cache
+            .dir
+            .join(format!("{}.cwasm", self.artifact_key(bytes)))
     }
 
     fn artifact_key(&self, bytes: &[u8]) -> String {
