@@ -469,10 +469,13 @@ impl Store {
         let (moved, body) = match together {
             Some(moved) => moved,
             None => {
-                self.write_with(durability, move |conn| {
-                    Box::pin(
-                        async move { transition_on(conn, backend, &id, &asked.as_move()).await },
-                    )
+                super::routing::numbered_once_taken_again(|| {
+                    let (id, asked) = (id.clone(), asked.clone());
+                    self.write_with(durability, move |conn| {
+                        Box::pin(async move {
+                            transition_on(conn, backend, &id, &asked.as_move()).await
+                        })
+                    })
                 })
                 .await?
             }

@@ -51,8 +51,11 @@ impl Store {
     }
 
     pub async fn record_charge_attempt(&self, a: &AttemptRecord) -> Result<(), StoreError> {
-        let mut conn = self.pool().acquire().await?;
-        insert_attempt(&mut conn, a).await
+        numbered_once_taken_again(|| async {
+            let mut conn = self.pool().acquire().await?;
+            insert_attempt(&mut conn, a).await
+        })
+        .await
     }
 
     /// The attempts made for a reference, in order.
@@ -76,6 +79,43 @@ impl Store {
             })
             .collect()
     }
+}
+
+/// How many times [`numbered_once_taken_again`] runs a write at most. Each run after the first
+/// means another write for the same reference committed its attempt first: as many runs as
+/// writes for one charge that may race (a PSP call, a reconciler's check, a resumed request).
+const NUMBERING_RUNS: usize = 8;
+
+/// Runs `write` (a whole transaction that records an attempt) until its attempt gets a number
+/// of its own. An attempt is numbered one more than its reference's attempts committed when its
+/// statement starts, so on PostgreSQL two writes for one reference that start together count
+/// the same; the second's insert waits for the first to commit and then fails on the primary
+/// key. Run again, its statement counts the first. (SQLite writes one transaction at a time:
+/// its counts never meet.)
+pub(super) async fn numbered_once_taken_again<T, F, Fut>(mut write: F) -> Result<T, StoreError>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<T, StoreError>>,
+{
+    let mut runs = 1;
+    loop {
+        match write().await {
+            Err(e) if runs < NUMBERING_RUNS && attempt_number_taken(&e) => {
+                tracing::debug!(
+                    runs,
+                    "an attempt's number was taken by a concurrent write; writing again"
+                );
+                runs += 1;
+            }
+            written => return written,
+        }
+    }
+}
+
+/// Whether `e` is an attempt's insert refused because its reference and number were taken.
+fn attempt_number_taken(e: &StoreError) -> bool {
+    matches!(e, StoreError::Sql(sqlx::Error::Database(e))
+        if e.is_unique_violation() && e.constraint() == Some("charge_attempts_pkey"))
 }
 
 /// Records one try inside the caller's transaction (the charge path writes it together with

@@ -10,7 +10,9 @@ use std::sync::Arc;
 use crate::common;
 
 use common::gateway::{Backend, TestDb};
-use common::records::{behind_held_rows, charge, credential, endpoint, events_of, store_on};
+use common::records::{
+    behind_held_rows, charge, credential, endpoint, events_of, store_on, until_locks_wait,
+};
 use pixgw::domain::Environment;
 use pixgw::plans::PlanId;
 use pixgw::store::charges::{
@@ -41,11 +43,13 @@ async fn creating_charges(store: &Store, n: usize) -> (CredentialRecord, Vec<Cha
 
 /// A move of `known` out of `creating` as the charge path makes it: to `pending` with the PSP's
 /// id, its attempt, a `charge.created` event (with the id `event_id`, or a fresh one), and its
-/// key's answer.
+/// key's answer; `alone`, without the charge as known (the transaction path, as after a
+/// statement that failed).
 struct Move {
     known: ChargeRecord,
     key: Arc<HeldKey>,
     event_id: Option<String>,
+    alone: bool,
 }
 
 impl Move {
@@ -68,6 +72,7 @@ impl Move {
             known: known.clone(),
             key: HeldKey::new(scope, &lock, now_ms() + HOUR_MS),
             event_id: None,
+            alone: false,
         }
     }
 
@@ -95,6 +100,7 @@ impl Move {
                 message: None,
             };
             let event_id = self.event_id.clone();
+            let known = (!self.alone).then(|| c.clone());
             let emit: Emit = Arc::new(move |c: &ChargeRecord| EventRecord {
                 id: event_id
                     .clone()
@@ -126,7 +132,7 @@ impl Move {
                     Some(emit),
                     Some(answer),
                     Durability::Deferred,
-                    Some(c.clone()),
+                    known,
                 )
                 .await
         })
@@ -307,6 +313,7 @@ async fn one_charge_twice_in_a_statement_is_moved_once_on_postgres() {
         known: twice.clone(),
         key: moves[at_once].key.clone(),
         event_id: None,
+        alone: false,
     };
     moves.push(again);
     let moved = moves_behind_held_rows(&db, &store, moves, false, "ROLLBACK").await;
@@ -379,4 +386,86 @@ async fn a_move_that_cannot_be_written_fails_alone_on_postgres() {
         (at_once as u64 + 1, at_once as u64, 0),
         "the held ones, and the failed statement (its moves not counted)"
     );
+}
+
+/// How a test records an attempt for a charge: moving it in one statement with others, moving
+/// it in a transaction of its own, or recording the attempt alone (a reconciler's check).
+#[derive(Debug, Clone, Copy)]
+enum AttemptBy {
+    KnownMove,
+    LoneMove,
+    Check,
+}
+
+/// A write that numbers its charge's attempt while another transaction holds that number,
+/// uncommitted, waits for it and, once it commits, is numbered after it, whichever way the
+/// attempt is written. (Both count the attempts committed when their statements start, so on
+/// PostgreSQL they count the same.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_attempt_numbered_while_another_commits_comes_after_it_on_postgres() {
+    use sqlx::Connection;
+    let (db, store) = store_on(Backend::Postgres).await;
+    for by in [AttemptBy::KnownMove, AttemptBy::LoneMove, AttemptBy::Check] {
+        let (credential, charges) = creating_charges(&store, 1).await;
+        let c = &charges[0];
+        let mut holder = sqlx::AnyConnection::connect(&db.url).await.unwrap();
+        sqlx::query("BEGIN").execute(&mut holder).await.unwrap();
+        sqlx::query(
+            "INSERT INTO charge_attempts (reference, attempt, credential_id, provider, at, outcome) \
+             VALUES ($1, 1, $2, 'efi', $3, 'unknown')",
+        )
+        .bind(c.reference.as_str())
+        .bind(credential.id.to_string())
+        .bind(now_ms())
+        .execute(&mut holder)
+        .await
+        .unwrap();
+        let write = match by {
+            AttemptBy::KnownMove | AttemptBy::LoneMove => {
+                let mut m = Move::of(&store, c).await;
+                m.alone = matches!(by, AttemptBy::LoneMove);
+                let moved = m.run(&store);
+                tokio::spawn(async move { moved.await.unwrap().map(|m| m.map(|_| "created")) })
+            }
+            AttemptBy::Check => {
+                let (store, reference) = (store.clone(), c.reference.clone());
+                let credential_id = credential.id.to_string();
+                tokio::spawn(async move {
+                    let attempt = AttemptRecord {
+                        reference,
+                        credential_id,
+                        provider: "efi".into(),
+                        outcome: "found",
+                        message: None,
+                    };
+                    store
+                        .record_charge_attempt(&attempt)
+                        .await
+                        .map(|()| Some("found"))
+                })
+            }
+        };
+        until_locks_wait(&store, 1).await;
+        sqlx::query("COMMIT").execute(&mut holder).await.unwrap();
+        let outcome = write.await.unwrap();
+        let Ok(Some(outcome)) = outcome else {
+            panic!("{by:?}: {outcome:?}");
+        };
+        let attempts = store.charge_attempts(c.reference.as_str()).await.unwrap();
+        let numbered: Vec<_> = attempts
+            .iter()
+            .map(|a| (a.attempt, a.outcome.as_str()))
+            .collect();
+        assert_eq!(numbered, [(1, "unknown"), (2, outcome)], "{by:?}");
+        let stored = store
+            .charge_by_reference(c.reference.as_str())
+            .await
+            .unwrap();
+        let moved = !matches!(by, AttemptBy::Check);
+        assert_eq!(
+            stored.unwrap().status == ChargeState::Pending,
+            moved,
+            "{by:?}"
+        );
+    }
 }
