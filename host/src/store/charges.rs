@@ -469,7 +469,7 @@ impl Store {
         let (moved, body) = match together {
             Some(moved) => moved,
             None => {
-                super::routing::numbered_once_taken_again(|| {
+                super::routing::with_own_attempt_number(|| {
                     let (id, asked) = (id.clone(), asked.clone());
                     self.write_with(durability, move |conn| {
                         Box::pin(async move {

@@ -51,7 +51,7 @@ impl Store {
     }
 
     pub async fn record_charge_attempt(&self, a: &AttemptRecord) -> Result<(), StoreError> {
-        numbered_once_taken_again(|| async {
+        with_own_attempt_number(|| async {
             let mut conn = self.pool().acquire().await?;
             insert_attempt(&mut conn, a).await
         })
@@ -81,7 +81,7 @@ impl Store {
     }
 }
 
-/// How many times [`numbered_once_taken_again`] runs a write at most. Each run after the first
+/// How many times [`with_own_attempt_number`] runs a write at most. Each run after the first
 /// means another write for the same reference committed its attempt first: as many runs as
 /// writes for one charge that may race (a PSP call, a reconciler's check, a resumed request).
 const NUMBERING_RUNS: usize = 8;
@@ -92,7 +92,7 @@ const NUMBERING_RUNS: usize = 8;
 /// the same; the second's insert waits for the first to commit and then fails on the primary
 /// key. Run again, its statement counts the first. (SQLite writes one transaction at a time:
 /// its counts never meet.)
-pub(super) async fn numbered_once_taken_again<T, F, Fut>(mut write: F) -> Result<T, StoreError>
+pub(super) async fn with_own_attempt_number<T, F, Fut>(mut write: F) -> Result<T, StoreError>
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = Result<T, StoreError>>,
