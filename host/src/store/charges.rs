@@ -469,13 +469,10 @@ impl Store {
         let (moved, body) = match together {
             Some(moved) => moved,
             None => {
-                super::routing::with_own_attempt_number(|| {
-                    let (id, asked) = (id.clone(), asked.clone());
-                    self.write_with(durability, move |conn| {
-                        Box::pin(async move {
-                            transition_on(conn, backend, &id, &asked.as_move()).await
-                        })
-                    })
+                self.write_with_own_attempt_number(durability, move |conn| {
+                    Box::pin(
+                        async move { transition_on(conn, backend, &id, &asked.as_move()).await },
+                    )
                 })
                 .await?
             }

@@ -58,6 +58,22 @@ impl Store {
         .await
     }
 
+    /// [`Store::write_with`] of a unit that records an attempt, run again should a concurrent
+    /// write take its attempt's number ([`with_own_attempt_number`]; only PostgreSQL's can).
+    pub(super) async fn write_with_own_attempt_number<T: Send + 'static>(
+        &self,
+        durability: super::Durability,
+        unit: impl super::WriteUnit<T>,
+    ) -> Result<T, StoreError> {
+        match self.backend {
+            // One writer: the unit is not cloned for runs that cannot happen.
+            super::Backend::Sqlite => self.write_with(durability, unit).await,
+            super::Backend::Postgres => {
+                with_own_attempt_number(|| self.write_with(durability, unit.clone())).await
+            }
+        }
+    }
+
     /// The attempts made for a reference, in order.
     pub async fn charge_attempts(&self, reference: &str) -> Result<Vec<AttemptRow>, StoreError> {
         let rows = sqlx::query(
