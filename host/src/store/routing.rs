@@ -108,7 +108,7 @@ const NUMBERING_RUNS: usize = 8;
 /// the same; the second's insert waits for the first to commit and then fails on the primary
 /// key. Run again, its statement counts the first. (SQLite writes one transaction at a time:
 /// its counts never meet.)
-pub(super) async fn with_own_attempt_number<T, F, Fut>(mut write: F) -> Result<T, StoreError>
+async fn with_own_attempt_number<T, F, Fut>(mut write: F) -> Result<T, StoreError>
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = Result<T, StoreError>>,
