@@ -21,8 +21,10 @@
 //! polled until the new version serves. The table gives charges/s, the webhooks the gateway
 //! delivered per second meanwhile (each charge's `charge.created` goes to the demo's
 //! endpoint: the outbox keeps up only if the two match), p50/p90/p99/max, errors,
-//! the gateway's peak RSS (`VmHWM`), the swap's time to serve and the requests that failed
-//! while it happened (must be 0: the command fails otherwise).
+//! the gateway's peak RSS during the run (`VmHWM`, reset as the run starts: the start's peak,
+//! compiling the thirteen adapters when the compile cache is empty, is printed apart), the
+//! swap's time to serve and the requests that failed while it happened (must be 0: the
+//! command fails otherwise).
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -132,7 +134,7 @@ struct Run {
     samples: Vec<(Duration, Duration, bool)>,
     elapsed: Duration,
     first_error: Option<String>,
-    rss_peak_kib: Option<u64>,
+    rss: Option<RssPeaks>,
     /// Cores used during the run: the gateway's (none for the direct run), the simulator's,
     /// this load generator's and, on PostgreSQL, the database server's, read from `/proc`.
     cores: Cores,
@@ -150,6 +152,17 @@ struct Cores {
     /// Every `postgres` process of the machine's server: runs at the same time (`--compare`)
     /// share it, and each reports all of it.
     database: Option<f64>,
+}
+
+/// The gateway's peak resident set, in KiB.
+#[derive(Clone, Copy)]
+struct RssPeaks {
+    /// Before the run: its start (with the compile cache empty, all thirteen adapters are
+    /// compiled then) and the warm-up.
+    before: u64,
+    /// During the run; `None` when the peak could not be reset (`/proc/<pid>/clear_refs`),
+    /// and `before` is then the whole life's.
+    during: Option<u64>,
 }
 
 /// CPU time used so far by the processes whose cores a run reports.
@@ -375,8 +388,10 @@ pub fn load(args: &[String]) -> anyhow::Result<()> {
             pct(0.99),
             ok.last().map_or(f64::NAN, |d| d.as_secs_f64() * 1000.0),
             errors,
-            run.rss_peak_kib
-                .map_or("-".into(), |k| format!("{:.1} MB", k as f64 / 1024.0)),
+            run.rss.map_or("-".into(), |rss| match rss.during {
+                Some(during) => mb(during),
+                None => format!("{} (life)", mb(rss.before)),
+            }),
             cores,
         );
     }
@@ -407,6 +422,13 @@ pub fn load(args: &[String]) -> anyhow::Result<()> {
                 ),
                 Err(e) => println!("{}: hot swap of efi.wasm failed: {e}", run.label),
             }
+        }
+        if let Some(RssPeaks { before, during: Some(_) }) = run.rss {
+            println!(
+                "{}: RSS peak before the run (the start, its compiles, the warm-up): {}",
+                run.label,
+                mb(before)
+            );
         }
         println!("{}: {}", run.label, tail(run));
     }
@@ -563,11 +585,24 @@ impl Stand {
         let metrics = format!("{}/metrics", self.url);
         let client = reqwest::Client::new();
         let delivered_before = webhooks_delivered(&client, &metrics).await?;
+        let before = rss_peak_kib(self.pid);
+        let reset = reset_rss_peak(self.pid);
         let mut run = drive(label, self.gateway.clone(), s, Some(swap)).await;
         run.cores = clock.read();
         let delivered = webhooks_delivered(&client, &metrics).await? - delivered_before;
         run.webhooks_per_s = Some(delivered / run.elapsed.as_secs_f64());
-        run.rss_peak_kib = rss_peak_kib(self.pid);
+        let now = rss_peak_kib(self.pid);
+        run.rss = match (before, reset) {
+            (Some(before), Ok(())) => Some(RssPeaks { before, during: now }),
+            (_, Err(e)) => {
+                eprintln!(
+                    "xtask: the gateway's RSS peak could not be reset ({e}); the table shows \
+                     its whole life's"
+                );
+                now.map(|before| RssPeaks { before, during: None })
+            }
+            (None, Ok(())) => None,
+        };
         Ok(run)
     }
 }
@@ -822,7 +857,7 @@ async fn drive(label: String, target: Arc<Target>, s: &Settings, swap: Option<Sw
         samples,
         elapsed,
         first_error,
-        rss_peak_kib: None,
+        rss: None,
         cores: Cores::default(),
         swap,
         webhooks_per_s: None,
@@ -934,6 +969,15 @@ fn rss_peak_kib(pid: u32) -> Option<u64> {
         .lines()
         .find_map(|l| l.strip_prefix("VmHWM:"))
         .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+}
+
+/// Sets a process's `VmHWM` back to its current resident set (Linux's `clear_refs`, value 5).
+fn reset_rss_peak(pid: u32) -> std::io::Result<()> {
+    std::fs::write(format!("/proc/{pid}/clear_refs"), "5")
+}
+
+fn mb(kib: u64) -> String {
+    format!("{:.1} MB", kib as f64 / 1024.0)
 }
 
 /// A PostgreSQL database of the run's own, dropped when this goes.

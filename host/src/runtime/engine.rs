@@ -47,6 +47,21 @@ const KEEP_RESIDENT: usize = 1 << 20;
 /// (median 108) with one thread per core.
 const COMPILE_THREADS_PER_CORE: usize = 2;
 
+/// Gives the memory a compile freed on this thread back to the operating system.
+///
+/// mimalloc keeps a thread's freed pages for that thread's next allocations and returns them
+/// when the thread allocates or frees again; a compile-pool thread is idle from one compile to
+/// the next, so what Cranelift freed stayed resident. Measured with `cargo xtask load --backend
+/// sqlite` after a start with an empty compile cache (thirteen adapters compiled), two runs
+/// each: the gateway's anonymous resident memory under load 65–67 MB against 90, its peak
+/// before the run 89–91 MB against 112, during it (the swap's compile included) 118–119 MB
+/// against 137–139. With the cache full (nothing compiled at the start) 36 MB and 95 MB either
+/// way.
+fn return_freed_memory() {
+    // SAFETY: `mi_collect` takes no pointers; it frees nothing still allocated.
+    unsafe { libmimalloc_sys::mi_collect(true) }
+}
+
 /// Resource limits applied to every adapter call.
 #[derive(Debug, Clone)]
 pub struct Limits {
@@ -282,11 +297,15 @@ impl AdapterEngine {
     }
 
     /// `tier`'s compile of `bytes`; its parallel work runs on the compile pool (rayon runs a
-    /// parallel iterator on the pool of the thread that starts it).
+    /// parallel iterator on the pool of the thread that starts it), whose threads then give
+    /// back what it freed, after the caller has its component.
     fn compile_in_pool(&self, tier: Tier, bytes: &[u8]) -> anyhow::Result<Component> {
-        self.compile_pool
+        let compiled = self
+            .compile_pool
             .install(|| Component::new(&self.compiler(tier).engine, bytes))
-            .map_err(|e| anyhow::anyhow!("{e}"))
+            .map_err(|e| anyhow::anyhow!("{e}"));
+        self.compile_pool.spawn_broadcast(|_| return_freed_memory());
+        compiled
     }
 
     /// Where the optimized artifact of `bytes` is cached.
