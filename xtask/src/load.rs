@@ -423,7 +423,11 @@ pub fn load(args: &[String]) -> anyhow::Result<()> {
                 Err(e) => println!("{}: hot swap of efi.wasm failed: {e}", run.label),
             }
         }
-        if let Some(RssPeaks { before, during: Some(_) }) = run.rss {
+        if let Some(RssPeaks {
+            before,
+            during: Some(_),
+        }) = run.rss
+        {
             println!(
                 "{}: RSS peak before the run (the start, its compiles, the warm-up): {}",
                 run.label,
@@ -593,13 +597,19 @@ impl Stand {
         run.webhooks_per_s = Some(delivered / run.elapsed.as_secs_f64());
         let now = rss_peak_kib(self.pid);
         run.rss = match (before, reset) {
-            (Some(before), Ok(())) => Some(RssPeaks { before, during: now }),
+            (Some(before), Ok(())) => Some(RssPeaks {
+                before,
+                during: now,
+            }),
             (_, Err(e)) => {
                 eprintln!(
                     "xtask: the gateway's RSS peak could not be reset ({e}); the table shows \
                      its whole life's"
                 );
-                now.map(|before| RssPeaks { before, during: None })
+                now.map(|before| RssPeaks {
+                    before,
+                    during: None,
+                })
             }
             (None, Ok(())) => None,
         };
