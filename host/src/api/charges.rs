@@ -340,6 +340,7 @@ pub async fn create(
         Claim::Resume { reference, lock } => (reference, lock, true),
         Claim::Replay { status, body } => {
             let status = StatusCode::from_u16(status).unwrap_or(StatusCode::OK);
+            let body = app.charges.qr_images.answer_with_image(body);
             return Ok(json_response(status, body, true));
         }
         Claim::Mismatch => {
@@ -385,12 +386,13 @@ pub async fn create(
         && let Some(body) = held.take_answer()
     {
         // Stored with the charge's move: answer with what was stored.
+        let body = app.charges.qr_images.answer_with_image(body);
         return Ok(json_response(StatusCode::CREATED, body, false));
     }
     let (status, body) = match outcome {
         Ok(charge) => (
             StatusCode::CREATED,
-            serde_json::to_string(&ChargeObject::from(&charge)),
+            serde_json::to_string(&ChargeObject::stored(&charge)),
         ),
         Err(error) if !is_final(&error) => {
             // The PSP may hold the charge, or nothing happened yet: no answer is stored, and a
@@ -410,6 +412,7 @@ pub async fn create(
     app.store
         .complete_idempotency_key(scope, &lock, status.as_u16(), &body, expires_at())
         .await?;
+    let body = app.charges.qr_images.answer_with_image(body);
     Ok(json_response(status, body, false))
 }
 

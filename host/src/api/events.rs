@@ -143,7 +143,13 @@ pub async fn list(
         .await?;
     let has_more = events.len() > limit as usize;
     events.truncate(limit as usize);
-    let data: Vec<Value> = events.into_iter().map(|e| e.payload).collect();
+    let data: Vec<Value> = events
+        .into_iter()
+        .map(|mut e| {
+            app.charges.qr_images.event_with_image(&mut e.payload);
+            e.payload
+        })
+        .collect();
     Ok(Json(
         json!({"object": "list", "data": data, "has_more": has_more}),
     ))
@@ -195,6 +201,7 @@ pub async fn read(
         }));
     }
     let mut body = event.payload;
+    app.charges.qr_images.event_with_image(&mut body);
     body["deliveries"] = Value::Array(deliveries);
     Ok(Json(body))
 }

@@ -18,6 +18,7 @@
 //! amount is reported as `charge.underpaid`, not `charge.paid`.
 
 pub mod object;
+pub mod qr_image;
 
 use std::sync::Arc;
 
@@ -249,6 +250,8 @@ pub struct Service {
     base_url: String,
     /// Milliseconds from a charge's creation to the reconciler's first check of it.
     first_check_ms: i64,
+    /// The QR images drawn last, for stored charge JSON leaving the gateway.
+    pub qr_images: qr_image::QrImages,
 }
 
 impl Service {
@@ -268,6 +271,7 @@ impl Service {
             outbox: OutboxSignal::default(),
             base_url: config.base_url.clone(),
             first_check_ms: config.reconciler.first_check_ms(),
+            qr_images: qr_image::QrImages::default(),
         }
     }
 
@@ -648,9 +652,11 @@ impl Service {
             // 50 KB.
             // Drawn in place: it takes 65–90 µs (`qr/pix_code`), less than the hop to the
             // blocking pool and back cost (a charge made alone: 165 µs drawn here, 220 there).
-            let drawn = crate::domain::qr_png_base64(copy_paste.as_str());
+            // Remembered: the answer and the first delivery, which store it left out, want it
+            // again in a moment.
+            let drawn = self.qr_images.image(copy_paste.as_str());
             update.qr_png_base64 =
-                Some(drawn.map_err(|e| {
+                Some(drawn.map(|image| image.to_string()).map_err(|e| {
                     unusable(format!("its copy-and-paste code cannot be drawn: {e}"))
                 })?);
             update.copy_paste = Some(copy_paste.as_str().to_owned());
@@ -673,7 +679,7 @@ impl Service {
         let answer = key.map(|key| AnswerWith {
             key: key.clone(),
             render: Arc::new(|charge: &ChargeRecord| {
-                serde_json::to_string(&object::ChargeObject::from(charge)).ok()
+                serde_json::to_string(&object::ChargeObject::stored(charge)).ok()
             }),
         });
         let stored = self

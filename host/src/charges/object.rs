@@ -101,6 +101,17 @@ pub struct ChargeObject {
     metadata: serde_json::Value,
 }
 
+impl ChargeObject {
+    /// The charge as stored JSON keeps it (an idempotency key's answer, an event's payload):
+    /// without its QR image, drawn back in when the JSON leaves the gateway
+    /// ([`super::qr_image`]).
+    pub fn stored(c: &ChargeRecord) -> ChargeObject {
+        let mut object = ChargeObject::from(c);
+        object.pix.qr_code_base64 = None;
+        object
+    }
+}
+
 impl From<&ChargeRecord> for ChargeObject {
     fn from(c: &ChargeRecord) -> Self {
         let has_payer =

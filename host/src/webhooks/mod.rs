@@ -59,7 +59,9 @@ pub fn event_type(state: ChargeState, created: bool) -> Option<&'static str> {
     }
 }
 
-/// `{id: "evt_…", type, created_at, livemode, data: {object: <charge>}}`.
+/// `{id: "evt_…", type, created_at, livemode, data: {object: <charge>}}`, the charge as stored
+/// (without its QR image: [`crate::charges::qr_image`] draws it back in when the event is sent
+/// or read).
 pub fn event_for(charge: &ChargeRecord, kind: &str) -> EventRecord {
     let id = EventId::generate().to_string();
     let created_at = now_ms();
@@ -69,7 +71,7 @@ pub fn event_for(charge: &ChargeRecord, kind: &str) -> EventRecord {
         "type": kind,
         "created_at": rfc3339(created_at),
         "livemode": charge.environment == Environment::Live,
-        "data": { "object": ChargeObject::from(charge) },
+        "data": { "object": ChargeObject::stored(charge) },
     });
     EventRecord {
         id,

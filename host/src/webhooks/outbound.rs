@@ -264,6 +264,8 @@ impl Deliverer {
                 latency_ms: 0,
             });
         }
+        // Stored without its charge's QR image: sent with it.
+        let payload = app.charges.qr_images.event_text_with_image(payload.clone());
         let response = self
             .client
             .post(&endpoint.url)
@@ -274,7 +276,7 @@ impl Deliverer {
                 "webhook-signature",
                 signature::header(&keys, &delivery.event_id, timestamp, payload.as_bytes()),
             )
-            .body(payload.clone())
+            .body(payload)
             .send()
             .await;
         Ok(match response {

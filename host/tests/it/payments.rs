@@ -233,6 +233,32 @@ async fn paid_end_to_end(backend: Backend) {
     assert_eq!(event["data"]["object"]["status"], "paid");
     assert_eq!(event["data"]["object"]["amount_paid"], 1990);
     assert_eq!(event["data"]["object"]["amount_mismatch"], false);
+    // The event is stored without the QR image and sent (and read) with it, drawn back in.
+    assert_eq!(event["data"]["object"]["pix"], charge["pix"]);
+    let (_, read) = shop
+        .gw
+        .get(
+            &format!("/v1/events/{}", event["id"].as_str().unwrap()),
+            &shop.key,
+        )
+        .await;
+    assert_eq!(read["data"]["object"]["pix"], charge["pix"]);
+    let (_, listed) = shop.gw.get("/v1/events?type=charge.paid", &shop.key).await;
+    assert_eq!(listed["data"][0]["data"]["object"]["pix"], charge["pix"]);
+    let stored: String = sqlx::query_scalar("SELECT payload FROM events WHERE id = $1")
+        .bind(event["id"].as_str().unwrap())
+        .fetch_one(pixgw::store::Store::connect(&db.url).await.unwrap().pool())
+        .await
+        .unwrap();
+    let stored: Value = serde_json::from_str(&stored).unwrap();
+    assert_eq!(
+        stored["data"]["object"]["pix"]["qr_code_base64"],
+        Value::Null
+    );
+    assert_eq!(
+        stored["data"]["object"]["pix"]["copy_paste"],
+        charge["pix"]["copy_paste"]
+    );
     assert_eq!(
         event["data"]["object"]["end_to_end_id"]
             .as_str()
