@@ -24,7 +24,10 @@
 //! the gateway's peak RSS during the run (`VmHWM`, reset as the run starts: the start's peak,
 //! compiling the thirteen adapters when the compile cache is empty, is printed apart), the
 //! swap's time to serve and the requests that failed while it happened (must be 0: the
-//! command fails otherwise).
+//! command fails otherwise), and the bytes the gateway (on PostgreSQL: the gateway and the
+//! server) had written to storage per charge during the run (`write_bytes` of `/proc/<pid>/io`:
+//! WAL frames, checkpoints and the database file's growth; the filesystem's own journal is
+//! not counted).
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -142,6 +145,9 @@ struct Run {
     /// Webhooks the gateway delivered per second during the run, from its `/metrics`: the
     /// outbox keeps up only when this matches charges/s.
     webhooks_per_s: Option<f64>,
+    /// Bytes written to storage during the run by the gateway and, on PostgreSQL, the server
+    /// (shared by `--compare`'s runs, each reporting all of it).
+    written: Option<u64>,
 }
 
 #[derive(Default, Clone, Copy)]
@@ -216,20 +222,32 @@ impl CpuClock {
 
 /// CPU ticks so far of every process named `postgres`, by pid.
 fn postgres_ticks() -> HashMap<u32, u64> {
+    postgres_pids()
+        .into_iter()
+        .filter_map(|pid| Some((pid, cpu_ticks(pid)?)))
+        .collect()
+}
+
+/// Every process named `postgres`.
+fn postgres_pids() -> Vec<u32> {
     let Ok(entries) = std::fs::read_dir("/proc") else {
-        return HashMap::new();
+        return Vec::new();
     };
     entries
         .filter_map(|entry| {
             let pid = entry.ok()?.file_name().into_string().ok()?;
             let (name, _) = proc_stat(&pid)?;
-            if name != "postgres" {
-                return None;
-            }
-            let pid: u32 = pid.parse().ok()?;
-            Some((pid, cpu_ticks(pid)?))
+            (name == "postgres").then(|| pid.parse().ok())?
         })
         .collect()
+}
+
+/// Bytes a process caused to be written to storage so far (`write_bytes` of `/proc/<pid>/io`).
+fn write_bytes(pid: u32) -> Option<u64> {
+    let io = std::fs::read_to_string(format!("/proc/{pid}/io")).ok()?;
+    io.lines()
+        .find_map(|l| l.strip_prefix("write_bytes:"))
+        .and_then(|v| v.trim().parse().ok())
 }
 
 /// User and system CPU time of a process so far, in clock ticks.
@@ -352,7 +370,7 @@ pub fn load(args: &[String]) -> anyhow::Result<()> {
         std::thread::available_parallelism().map_or(0, |n| n.get()),
     );
     println!(
-        "{:<24} {:>10} {:>10} {:>9} {:>9} {:>9} {:>9} {:>7} {:>10} {:>27}",
+        "{:<24} {:>10} {:>10} {:>9} {:>9} {:>9} {:>9} {:>7} {:>10} {:>27} {:>16}",
         "run",
         "charges/s",
         "webhooks/s",
@@ -362,7 +380,8 @@ pub fn load(args: &[String]) -> anyhow::Result<()> {
         "max ms",
         "errors",
         "RSS peak",
-        "cores gateway/sim/load/db"
+        "cores gateway/sim/load/db",
+        "written/charge"
     );
     let mut swap_failures = 0;
     for run in &runs {
@@ -378,8 +397,14 @@ pub fn load(args: &[String]) -> anyhow::Result<()> {
             cores(run.cores.generator),
             cores(run.cores.database)
         );
+        let written = match run.written {
+            Some(bytes) if !ok.is_empty() => {
+                format!("{:.1} KB", bytes as f64 / ok.len() as f64 / 1000.0)
+            }
+            _ => "-".to_owned(),
+        };
         println!(
-            "{:<24} {:>10.0} {:>10} {:>9.2} {:>9.2} {:>9.2} {:>9.2} {:>7} {:>10} {:>27}",
+            "{:<24} {:>10.0} {:>10} {:>9.2} {:>9.2} {:>9.2} {:>9.2} {:>7} {:>10} {:>27} {:>16}",
             run.label,
             ok.len() as f64 / run.elapsed.as_secs_f64(),
             run.webhooks_per_s.map_or("-".into(), |w| format!("{w:.0}")),
@@ -393,6 +418,7 @@ pub fn load(args: &[String]) -> anyhow::Result<()> {
                 None => format!("{} (life)", mb(rss.before)),
             }),
             cores,
+            written,
         );
     }
     println!();
@@ -591,8 +617,13 @@ impl Stand {
         let delivered_before = webhooks_delivered(&client, &metrics).await?;
         let before = rss_peak_kib(self.pid);
         let reset = reset_rss_peak(self.pid);
+        let written_before = self.written();
         let mut run = drive(label, self.gateway.clone(), s, Some(swap)).await;
         run.cores = clock.read();
+        run.written = self
+            .written()
+            .zip(written_before)
+            .map(|(now, before)| now.saturating_sub(before));
         let delivered = webhooks_delivered(&client, &metrics).await? - delivered_before;
         run.webhooks_per_s = Some(delivered / run.elapsed.as_secs_f64());
         let now = rss_peak_kib(self.pid);
@@ -614,6 +645,24 @@ impl Stand {
             (None, Ok(())) => None,
         };
         Ok(run)
+    }
+}
+
+impl Stand {
+    /// Bytes written to storage so far by the gateway and, on PostgreSQL, every `postgres`
+    /// process (one that ended during the run is lost, as for cores).
+    fn written(&self) -> Option<u64> {
+        let gateway = write_bytes(self.pid)?;
+        if !self.postgres {
+            return Some(gateway);
+        }
+        Some(
+            gateway
+                + postgres_pids()
+                    .into_iter()
+                    .filter_map(write_bytes)
+                    .sum::<u64>(),
+        )
     }
 }
 
@@ -871,6 +920,7 @@ async fn drive(label: String, target: Arc<Target>, s: &Settings, swap: Option<Sw
         cores: Cores::default(),
         swap,
         webhooks_per_s: None,
+        written: None,
     }
 }
 
