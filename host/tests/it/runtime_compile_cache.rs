@@ -115,8 +115,10 @@ async fn a_new_version_reuses_the_compiled_functions_it_shares() {
         .await
         .unwrap();
     let again = functions(cache.path()).len() - first.len();
+    // Seen from 57 to 107 of about 530 (under a full parallel test run): the glue, and some
+    // entries whose keys differ from one compile to the next. Without reuse, all of them.
     assert!(
-        again < first.len() / 5,
+        again < first.len() / 3,
         "{again} of {} functions compiled again",
         first.len()
     );
