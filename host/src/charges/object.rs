@@ -106,14 +106,12 @@ impl ChargeObject {
     /// without its QR image, drawn back in when the JSON leaves the gateway
     /// ([`super::qr_image`]).
     pub fn stored(c: &ChargeRecord) -> ChargeObject {
-        let mut object = ChargeObject::from(c);
-        object.pix.qr_code_base64 = None;
-        object
+        ChargeObject::of(c, false)
     }
-}
 
-impl From<&ChargeRecord> for ChargeObject {
-    fn from(c: &ChargeRecord) -> Self {
+    /// `c`, with its QR image or without it (not copied only to be dropped: this runs twice a
+    /// created charge).
+    fn of(c: &ChargeRecord, with_image: bool) -> ChargeObject {
         let has_payer =
             c.payer_email.is_some() || c.payer_name.is_some() || c.payer_document.is_some();
         let payer = has_payer.then(|| PayerSchema {
@@ -134,7 +132,11 @@ impl From<&ChargeRecord> for ChargeObject {
             payer,
             pix: PixData {
                 copy_paste: c.copy_paste.clone(),
-                qr_code_base64: c.qr_png_base64.clone(),
+                qr_code_base64: if with_image {
+                    c.qr_png_base64.clone()
+                } else {
+                    None
+                },
                 expires_at: c.expires_at.map(rfc3339),
             },
             livemode: c.environment == crate::domain::Environment::Live,
@@ -152,5 +154,11 @@ impl From<&ChargeRecord> for ChargeObject {
             routing: c.routing.clone(),
             metadata: c.metadata.clone(),
         }
+    }
+}
+
+impl From<&ChargeRecord> for ChargeObject {
+    fn from(c: &ChargeRecord) -> Self {
+        ChargeObject::of(c, true)
     }
 }
