@@ -185,13 +185,16 @@ struct ServeArgs {
     #[arg(long, env = "PIXGW_WEBHOOK_LEASE", default_value = "10s", value_parser = config::parse_lease)]
     webhook_lease: std::time::Duration,
     /// Webhook attempts this gateway runs at once.
-    #[arg(long, env = "PIXGW_WEBHOOK_CONCURRENCY", default_value_t = 64)]
+    #[arg(long, env = "PIXGW_WEBHOOK_CONCURRENCY", default_value_t = pixgw::webhooks::outbound::DEFAULT_CONCURRENCY)]
     webhook_concurrency: usize,
-    /// Webhook attempts in flight to one endpoint, from every gateway on the database together:
-    /// an endpoint that never answers holds this many attempts, and a fast one gets this many
-    /// at once.
-    #[arg(long, env = "PIXGW_WEBHOOK_PER_ENDPOINT", default_value_t = 16)]
+    /// Webhook attempts in flight to one healthy endpoint, from every gateway on the database
+    /// together: a fast endpoint gets this many at once.
+    #[arg(long, env = "PIXGW_WEBHOOK_PER_ENDPOINT", default_value_t = pixgw::webhooks::outbound::DEFAULT_PER_ENDPOINT)]
     webhook_per_endpoint: usize,
+    /// The same to an endpoint whose last attempt failed, until one succeeds (at most
+    /// `--webhook-per-endpoint`): an endpoint that stopped answering holds this many.
+    #[arg(long, env = "PIXGW_WEBHOOK_PER_FAILING_ENDPOINT", default_value_t = pixgw::webhooks::outbound::DEFAULT_PER_FAILING_ENDPOINT)]
+    webhook_per_failing_endpoint: usize,
     /// Webhook endpoints a merchant may have per environment when its plan sets no limit.
     #[arg(long, env = "PIXGW_MAX_WEBHOOK_ENDPOINTS", default_value_t = 50)]
     max_webhook_endpoints: u64,
@@ -662,6 +665,7 @@ fn app_config(
             lease: args.webhook_lease,
             concurrency: args.webhook_concurrency.max(1),
             per_endpoint: args.webhook_per_endpoint.max(1),
+            per_failing_endpoint: args.webhook_per_failing_endpoint.max(1),
             max_endpoints: args.max_webhook_endpoints,
             poll_interval: args.worker_poll,
             destinations: config::DestinationPolicy {

@@ -90,12 +90,16 @@ pub struct DueDelivery {
 pub struct DeliveryLease(String);
 
 /// How the worker claims: the lease's length, how many rows, and how many attempts may be in
-/// flight to one endpoint (across every gateway on the database).
+/// flight to one endpoint (across every gateway on the database): `per_endpoint` to a healthy
+/// one, `per_failing_endpoint` to one whose last attempt failed (`failing_since` set), so a
+/// fast endpoint keeps up with its merchant's charges while one that stopped answering holds
+/// only a few slots.
 #[derive(Debug, Clone, Copy)]
 pub struct ClaimLimits {
     pub lease_ms: i64,
     pub rows: i64,
     pub per_endpoint: i64,
+    pub per_failing_endpoint: i64,
 }
 
 /// How an attempt ended, and what happens next.
@@ -396,7 +400,7 @@ impl Store {
     }
 
     /// Takes the lease of up to `limits.rows` deliveries that are due, to enabled endpoints
-    /// only, and never more than `limits.per_endpoint` in flight to one endpoint, so a slow
+    /// only, and never more than an endpoint's places in flight ([`ClaimLimits`]), so a slow
     /// endpoint holds a few workers and the others serve everyone else. A lease that ran out
     /// (its holder died) makes the row due again.
     pub async fn claim_due_deliveries(
@@ -436,8 +440,8 @@ impl Store {
                 first_due("y.id")
             ),
         };
-        // Of those, as many per endpoint as it has free places (`per_endpoint` less the
-        // deliveries in flight to it), the earliest first.
+        // Of those, as many per endpoint as it has free places (its limit, `$5` healthy or `$6`
+        // failing, less the deliveries in flight to it), the earliest first.
         let claim = format!(
             "UPDATE webhook_deliveries SET lease_until = $1, lease_owner = $2 \
              WHERE id IN (SELECT id FROM ( \
@@ -445,10 +449,11 @@ impl Store {
                    ROW_NUMBER() OVER (PARTITION BY x.endpoint_id \
                                       ORDER BY x.next_attempt_at, x.id) AS n, \
                    (SELECT COUNT(*) FROM webhook_deliveries z WHERE z.endpoint_id = x.endpoint_id \
-                      AND z.status = 'pending' AND z.lease_until >= $3) AS busy \
+                      AND z.status = 'pending' AND z.lease_until >= $3) AS busy, \
+                   CASE WHEN w.failing_since IS NULL THEN $5 ELSE $6 END AS places \
                  FROM {candidates} \
                  WHERE w.status = 'enabled' AND w.deleted_at IS NULL) due \
-               WHERE due.n + due.busy <= $5 ORDER BY due.next_attempt_at LIMIT $4) \
+               WHERE due.n + due.busy <= due.places ORDER BY due.next_attempt_at LIMIT $4) \
                AND status = 'pending' AND lease_until < $3"
         );
         // The endpoint's columns in the PostgreSQL claim's rows, beside the delivery's.
@@ -699,7 +704,7 @@ fn delivery_of(r: &sqlx::any::AnyRow) -> Result<DeliveryRecord, StoreError> {
 }
 
 /// Binds the claim's parameters: `$1` the lease's end, `$2` its owner, `$3` now, `$4` the rows
-/// to take at most, `$5` the places in flight an endpoint has.
+/// to take at most, `$5` and `$6` the places in flight a healthy and a failing endpoint have.
 fn bind_claim<'q>(
     query: AnyQuery<'q>,
     now: i64,
@@ -712,6 +717,7 @@ fn bind_claim<'q>(
         .bind(now)
         .bind(limits.rows)
         .bind(limits.per_endpoint)
+        .bind(limits.per_failing_endpoint)
 }
 
 /// `record`, logging (not failing) when it wrote nothing because the lease was lost.

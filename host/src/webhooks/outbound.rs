@@ -2,8 +2,10 @@
 //! endpoint, logs the attempt, and schedules the next one.
 //!
 //! Each attempt runs as a task of its own, at most [`DeliveryConfig::concurrency`] at once and
-//! [`DeliveryConfig::per_endpoint`] to one endpoint, so an endpoint that never answers (a tar
-//! pit) holds a few slots until its timeout while every other merchant's events go out. An
+//! [`DeliveryConfig::per_endpoint`] to one endpoint, [`DeliveryConfig::per_failing_endpoint`]
+//! once its last attempt failed, so an endpoint that never answers (a tar pit) holds a few
+//! slots until its timeout while every other merchant's events go out, and a healthy one
+//! keeps up with a merchant making charges from many clients at once. An
 //! attempt holds a short lease on its row ([`DeliveryConfig::lease`]), renewed while it runs:
 //! after a crash the row is due again within one lease. The endpoint is read right after the
 //! claim, and a row whose endpoint is no longer enabled is left; an attempt that does not start
@@ -45,8 +47,12 @@ pub struct DeliveryConfig {
     pub lease: Duration,
     /// Attempts this gateway runs at once.
     pub concurrency: usize,
-    /// Attempts in flight to one endpoint at once (every gateway on the database together).
+    /// Attempts in flight to one healthy endpoint at once (every gateway on the database
+    /// together).
     pub per_endpoint: usize,
+    /// The same to an endpoint whose last attempt failed, until one succeeds; at most
+    /// `per_endpoint`.
+    pub per_failing_endpoint: usize,
     /// Endpoints a merchant may have per environment when its plan sets no limit.
     pub max_endpoints: u64,
 }
@@ -72,12 +78,24 @@ impl Default for DeliveryConfig {
             poll_interval: Duration::from_secs(1),
             destinations: DestinationPolicy::default(),
             lease: Duration::from_secs(10),
-            concurrency: 64,
-            per_endpoint: 16,
+            concurrency: DEFAULT_CONCURRENCY,
+            per_endpoint: DEFAULT_PER_ENDPOINT,
+            per_failing_endpoint: DEFAULT_PER_FAILING_ENDPOINT,
             max_endpoints: 50,
         }
     }
 }
+
+/// Attempts one gateway runs at once, by default.
+pub const DEFAULT_CONCURRENCY: usize = 256;
+/// Attempts in flight to one healthy endpoint, by default. An attempt holds its place from the
+/// claim to its record, about a charge's round trip under load, so an endpoint keeps up with
+/// its merchant's charges only with about as many places as the merchant has clients creating
+/// them: 16 (the earlier default) fell behind 32 clients on SQLite (`cargo xtask load`), and
+/// the backlog grew for as long as they ran.
+pub const DEFAULT_PER_ENDPOINT: usize = 64;
+/// Attempts in flight to one failing endpoint, by default.
+pub const DEFAULT_PER_FAILING_ENDPOINT: usize = 4;
 
 /// How old the claim's check of an endpoint may be for an attempt to go without a second one.
 /// A fresh claim is sent at once: the second check cost a write, and a writer wait, per
@@ -147,6 +165,11 @@ impl Deliverer {
                 lease_ms: self.lease_ms(),
                 rows: free.min(BATCH) as i64,
                 per_endpoint: self.config.per_endpoint.max(1) as i64,
+                per_failing_endpoint: self
+                    .config
+                    .per_failing_endpoint
+                    .clamp(1, self.config.per_endpoint.max(1))
+                    as i64,
             };
             match app.store.claim_due_deliveries(limits).await {
                 Ok(due) if !due.is_empty() => {

@@ -143,6 +143,7 @@ fn limits(lease_ms: i64) -> ClaimLimits {
         lease_ms,
         rows: 32,
         per_endpoint: 4,
+        per_failing_endpoint: 2,
     }
 }
 
@@ -353,6 +354,45 @@ async fn a_slow_endpoint_holds_only_a_few_rows(backend: Backend) {
     assert_eq!(next[0].delivery.endpoint_id, slow);
 }
 both_backends!(a_slow_endpoint_holds_only_a_few_rows);
+
+async fn a_failing_endpoint_holds_fewer_places_until_it_heals(backend: Backend) {
+    let (_db, store) = store_on(backend).await;
+    let merchant = new_merchant(&store, "Loja").await;
+    let failing = endpoint(&store, &merchant.id, "enabled", false).await;
+    let healthy = endpoint(&store, &merchant.id, "enabled", false).await;
+    for _ in 0..10 {
+        event_to(&store, &merchant.id, &[&failing, &healthy]).await;
+    }
+    store
+        .set_webhook_endpoint_health(&failing, false)
+        .await
+        .unwrap();
+
+    let claimed = store.claim_due_deliveries(limits(60_000)).await.unwrap();
+    let to = |claimed: &[DueDelivery], endpoint: &str| {
+        claimed
+            .iter()
+            .filter(|d| d.delivery.endpoint_id == endpoint)
+            .count()
+    };
+    assert_eq!((to(&claimed, &failing), to(&claimed, &healthy)), (2, 4));
+    assert!(
+        store
+            .claim_due_deliveries(limits(60_000))
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    // Healthy again (an attempt of it succeeded): its places are the healthy endpoint's, and
+    // the two in flight count against them.
+    store
+        .set_webhook_endpoint_health(&failing, true)
+        .await
+        .unwrap();
+    let next = store.claim_due_deliveries(limits(60_000)).await.unwrap();
+    assert_eq!((to(&next, &failing), to(&next, &healthy)), (2, 0));
+}
+both_backends!(a_failing_endpoint_holds_fewer_places_until_it_heals);
 
 async fn the_durable_adapter_cache_is_bounded_per_credential(backend: Backend) {
     use pixgw::runtime::cache::{DurableCache, MAX_ENTRIES_PER_SCOPE};
@@ -650,6 +690,7 @@ async fn claimed(store: &Store, n: usize) -> Vec<DueDelivery> {
         lease_ms: 60_000,
         rows: 64,
         per_endpoint: 64,
+        per_failing_endpoint: 64,
     };
     let claimed = store.claim_due_deliveries(limits).await.unwrap();
     assert_eq!(claimed.len(), n);

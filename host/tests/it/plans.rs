@@ -689,6 +689,7 @@ async fn deliver(store: &Store, event_id: &str) {
         lease_ms: 0,
         rows: 1000,
         per_endpoint: 1000,
+        per_failing_endpoint: 1000,
     };
     let claimed = store.claim_due_deliveries(limits).await.unwrap();
     for due in claimed.iter().filter(|d| d.delivery.event_id == event_id) {
