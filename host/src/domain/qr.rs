@@ -5,7 +5,7 @@ use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use qrcode::canvas::{Canvas, MaskPattern, Module};
 use qrcode::types::QrError;
-use qrcode::{Color, EcLevel};
+use qrcode::{Color, EcLevel, Version};
 
 use super::DomainError;
 
@@ -60,6 +60,46 @@ fn mask_rows() -> &'static [[u128; MASK_PERIOD]; 8] {
             })
         })
     })
+}
+
+/// A version's canvas at level M with its function patterns drawn, and which of its modules a
+/// mask inverts (those the patterns left empty) as [`BitRows`] rows where it is at most
+/// [`BIT_ROWS_MAX`] wide: the same for every code of the version, so made once.
+struct Template {
+    canvas: Canvas,
+    maskable: Option<Vec<u128>>,
+}
+
+impl Template {
+    fn new(version: Version) -> Template {
+        let mut canvas = Canvas::new(version, EcLevel::M);
+        canvas.draw_all_functional_patterns();
+        let w = version.width() as usize;
+        let maskable = (w <= BIT_ROWS_MAX).then(|| {
+            (0..w)
+                .map(|y| {
+                    (0..w)
+                        // At most 120 modules wide here: the coordinates fit an i16.
+                        .filter(|&x| matches!(canvas.get(x as i16, y as i16), Module::Empty))
+                        .fold(0, |row, x| row | 1 << (x + QUIET_ZONE))
+                })
+                .collect()
+        });
+        Template { canvas, maskable }
+    }
+
+    /// The template of `version`, made on first use (Pix codes use a handful of versions).
+    fn of(version: Version) -> &'static Template {
+        static TEMPLATES: [std::sync::OnceLock<Template>; 40] =
+            [const { std::sync::OnceLock::new() }; 40];
+        // `encode_auto` chooses normal versions only (1 to 40), and the `qrcode` crate
+        // refuses any other, as `Canvas::new` would below.
+        let index = match version {
+            Version::Normal(v @ 1..=40) => v as usize - 1,
+            other => unreachable!("QR version {other:?} is not a normal version"),
+        };
+        TEMPLATES[index].get_or_init(|| Template::new(version))
+    }
 }
 
 /// The 15 bits of format information for level M and `mask` (ISO/IEC 18004, 7.9): the level
@@ -146,8 +186,8 @@ impl Symbol {
         let version = bits.version();
         let (data, ec) = qrcode::ec::construct_codewords(&bits.into_bytes(), version, EcLevel::M)
             .map_err(qr_error)?;
-        let mut canvas = Canvas::new(version, EcLevel::M);
-        canvas.draw_all_functional_patterns();
+        let template = Template::of(version);
+        let mut canvas = template.canvas.clone();
         canvas.draw_data(&data, &ec);
         // Every mask is tried, as the standard asks, and scored here: the `qrcode` crate's own
         // scoring took a quarter of the gateway's CPU per charge. Masking as bit rows instead
@@ -155,8 +195,9 @@ impl Symbol {
         // `cargo bench -p pixgw --bench qr`). Every Pix code fits [`Unmasked`]'s bit rows;
         // wider symbols go the canvas's way.
         let width = version.width() as usize;
-        let symbol = match Unmasked::of(&canvas, width) {
-            Some(unmasked) => {
+        let symbol = match template.maskable.as_deref() {
+            Some(maskable) => {
+                let unmasked = Unmasked::of(canvas, maskable);
                 let (mask, rows) = MASKS
                     .iter()
                     .map(|&mask| (mask, unmasked.masked(mask)))
@@ -180,10 +221,6 @@ impl Symbol {
                 .expect("eight masks"),
         };
         Ok(symbol)
-    }
-
-    fn is_dark(&self, x: usize, y: usize) -> bool {
-        self.dark[y * self.width + x]
     }
 
     /// The mask-selection penalty of ISO/IEC 18004 (§7.8.3): runs of five or more modules of
@@ -333,11 +370,10 @@ impl BitRows {
 
     fn into_symbol(self, mask: MaskPattern) -> Symbol {
         let w = self.width;
-        let dark = self
-            .rows
-            .iter()
-            .flat_map(|row| (0..w).map(move |x| row >> (x + QUIET_ZONE) & 1 == 1))
-            .collect();
+        let mut dark = Vec::with_capacity(w * w);
+        for row in &self.rows {
+            dark.extend((0..w).map(|x| row >> (x + QUIET_ZONE) & 1 == 1));
+        }
         Symbol {
             width: w,
             dark,
@@ -374,31 +410,27 @@ struct Unmasked {
 }
 
 impl Unmasked {
-    /// `None` past [`BIT_ROWS_MAX`] modules; `width` is the canvas's version's.
-    fn of(canvas: &Canvas, w: usize) -> Option<Unmasked> {
-        if w > BIT_ROWS_MAX {
-            return None;
-        }
-        let (mut dark, mut maskable) = (vec![0u128; w], vec![0u128; w]);
-        for y in 0..w {
-            for x in 0..w {
-                let bit = 1u128 << (x + QUIET_ZONE);
-                // The canvas is at most 120 modules wide here: the coordinates fit an i16.
-                let module = canvas.get(x as i16, y as i16);
-                if module.is_dark() {
-                    dark[y] |= bit;
+    /// `canvas` drawn on its version's [`Template`], whose `maskable` rows are given (at most
+    /// [`BIT_ROWS_MAX`] wide). The data modules were empty on the template, so they are the
+    /// maskable ones (and `Empty` modules left, remainder bits, are masked as light data).
+    fn of(canvas: Canvas, maskable: &[u128]) -> Unmasked {
+        let w = maskable.len();
+        let dark = canvas
+            .into_colors()
+            .chunks_exact(w)
+            .map(|row| {
+                let mut bits = 0u128;
+                for (x, &color) in row.iter().enumerate() {
+                    bits |= u128::from(color == Color::Dark) << (x + QUIET_ZONE);
                 }
-                // `Empty` modules (remainder bits) are masked as light data.
-                if matches!(module, Module::Unmasked(_) | Module::Empty) {
-                    maskable[y] |= bit;
-                }
-            }
-        }
-        Some(Unmasked {
+                bits
+            })
+            .collect();
+        Unmasked {
             width: w,
             dark,
-            maskable,
-        })
+            maskable: maskable.to_vec(),
+        }
     }
 
     /// The symbol under `mask`, format information included, as the standard (and
@@ -496,19 +528,18 @@ fn render_png(symbol: &Symbol) -> Result<Vec<u8>, DomainError> {
     // A module is 8 pixels wide, one byte of 1-bit pixels (white set): a row of modules is a
     // scanline of bytes after its filter byte (0, none), repeated for the module's height.
     const _: () = assert!(MODULE_PX == 8);
-    let rows: Vec<Vec<u8>> = (0..side_modules)
-        .map(|y| {
-            let mut row = vec![0xffu8; 1 + side_modules];
-            row[0] = 0;
-            if (QUIET_ZONE..QUIET_ZONE + modules).contains(&y) {
-                for x in 0..modules {
-                    if symbol.is_dark(x, y - QUIET_ZONE) {
-                        row[1 + QUIET_ZONE + x] = 0x00;
-                    }
-                }
-            }
-            row
-        })
+    let mut light = vec![0xffu8; 1 + side_modules];
+    light[0] = 0;
+    let symbol_rows = symbol.dark.chunks_exact(modules).map(|dark| {
+        let mut row = light.clone();
+        for (pixels, &dark) in row[1 + QUIET_ZONE..][..modules].iter_mut().zip(dark) {
+            *pixels = if dark { 0x00 } else { 0xff };
+        }
+        row
+    });
+    let rows: Vec<Vec<u8>> = std::iter::repeat_n(light.clone(), QUIET_ZONE)
+        .chain(symbol_rows)
+        .chain(std::iter::repeat_n(light.clone(), QUIET_ZONE))
         .collect();
     let image_data = zlib::compress_rows(
         rows.iter()
@@ -537,7 +568,7 @@ fn render_png(symbol: &Symbol) -> Result<Vec<u8>, DomainError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use qrcode::{QrCode, Version};
+    use qrcode::QrCode;
 
     const BLACK: u8 = 0;
     const WHITE: u8 = 255;
@@ -771,7 +802,8 @@ mod tests {
             let mut canvas = Canvas::new(version, EcLevel::M);
             canvas.draw_all_functional_patterns();
             canvas.draw_data(&data, &ec);
-            let unmasked = Unmasked::of(&canvas, width).unwrap();
+            let maskable = Template::of(version).maskable.as_deref().unwrap();
+            let unmasked = Unmasked::of(canvas.clone(), maskable);
             for mask in MASKS {
                 let mut masked = canvas.clone();
                 masked.apply_mask(mask);
@@ -791,6 +823,19 @@ mod tests {
             last = v;
         }
         assert_eq!(last, 25, "the widest version the bit rows hold");
+    }
+
+    /// Symbols wider than the bit rows hold are masked and scored on the canvas: one reads
+    /// back.
+    #[test]
+    fn a_symbol_wider_than_the_bit_rows_reads_back() {
+        let text: String = DYNAMIC_BR_CODE.chars().cycle().take(1_200).collect();
+        let symbol = Symbol::encode(&text).unwrap();
+        assert!(symbol.width > BIT_ROWS_MAX, "{} modules", symbol.width);
+        assert!(Template::of(Version::Normal(40)).maskable.is_none());
+        let (pixels, side) = pixels(&qr_png_base64(&text).unwrap());
+        assert_eq!(side, (symbol.width + 2 * QUIET_ZONE) * MODULE_PX);
+        assert_eq!(read_qr(&pixels, side).as_deref(), Some(text.as_str()));
     }
 
     #[test]
