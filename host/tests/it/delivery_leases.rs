@@ -138,6 +138,19 @@ async fn status_of(store: &Store, delivery_id: &str) -> (String, i64) {
     row
 }
 
+/// The due deliveries a worker claims now, with a lease of a minute.
+async fn claim_now(store: &Store) -> Vec<DueDelivery> {
+    store.claim_due_deliveries(limits(60_000)).await.unwrap()
+}
+
+/// How many of `claimed` go to `endpoint`.
+fn count_to(claimed: &[DueDelivery], endpoint: &str) -> usize {
+    claimed
+        .iter()
+        .filter(|d| d.delivery.endpoint_id == endpoint)
+        .count()
+}
+
 fn limits(lease_ms: i64) -> ClaimLimits {
     ClaimLimits {
         lease_ms,
@@ -167,7 +180,7 @@ async fn removed_endpoints_get_nothing(backend: Backend) {
     let ids = event_to(&store, &merchant.id, &[&enabled, &disabled, &deleted]).await;
 
     // Only the enabled endpoint's delivery is claimed.
-    let claimed = store.claim_due_deliveries(limits(60_000)).await.unwrap();
+    let claimed = claim_now(&store).await;
     let claimed_ids: Vec<&str> = claimed.iter().map(|d| d.delivery.id.as_str()).collect();
     assert_eq!(claimed_ids, [ids[0].as_str()]);
 
@@ -196,13 +209,7 @@ async fn removed_endpoints_get_nothing(backend: Backend) {
     assert_eq!(status_of(&store, &ids[0]).await, ("canceled".into(), 1));
     assert_eq!(store.attempts_of(&ids[0]).await.unwrap().len(), 1);
     // Nothing is due any more, now or later.
-    assert!(
-        store
-            .claim_due_deliveries(limits(60_000))
-            .await
-            .unwrap()
-            .is_empty()
-    );
+    assert!(claim_now(&store).await.is_empty());
     // The other two were never attempted.
     assert_eq!(status_of(&store, &ids[1]).await, ("pending".into(), 0));
     assert_eq!(status_of(&store, &ids[2]).await, ("pending".into(), 0));
@@ -214,7 +221,7 @@ async fn a_merchant_disabling_an_endpoint_cancels_and_holds_its_deliveries(backe
     let merchant = new_merchant(&store, "Loja").await;
     let hook = endpoint(&store, &merchant.id, "enabled", false).await;
     let ids = event_to(&store, &merchant.id, &[&hook]).await;
-    let claimed = store.claim_due_deliveries(limits(60_000)).await.unwrap();
+    let claimed = claim_now(&store).await;
     assert_eq!(claimed.len(), 1);
     // Disabled (as the merchant's PATCH does: the row, then its pending deliveries).
     sqlx::query("UPDATE webhook_endpoints SET status = 'disabled' WHERE id = $1")
@@ -267,7 +274,7 @@ async fn leases_are_fenced_and_run_out(backend: Backend) {
         Duration::from_secs(10),
         "the lease to run out",
         async || {
-            let claimed = store.claim_due_deliveries(limits(60_000)).await.unwrap();
+            let claimed = claim_now(&store).await;
             (!claimed.is_empty()).then_some(claimed)
         },
     )
@@ -317,22 +324,13 @@ async fn a_slow_endpoint_holds_only_a_few_rows(backend: Backend) {
     }
     event_to(&store, &other.id, &[&quick]).await;
 
-    let claimed = store.claim_due_deliveries(limits(60_000)).await.unwrap();
-    let to = |endpoint: &str| {
-        claimed
-            .iter()
-            .filter(|d| d.delivery.endpoint_id == endpoint)
-            .count()
-    };
-    assert_eq!((to(&slow), to(&quick)), (4, 1));
-    // While those four are in flight, no more of the slow endpoint's rows are taken.
-    assert!(
-        store
-            .claim_due_deliveries(limits(60_000))
-            .await
-            .unwrap()
-            .is_empty()
+    let claimed = claim_now(&store).await;
+    assert_eq!(
+        (count_to(&claimed, &slow), count_to(&claimed, &quick)),
+        (4, 1)
     );
+    // While those four are in flight, no more of the slow endpoint's rows are taken.
+    assert!(claim_now(&store).await.is_empty());
     // One finishes: one more may go.
     let done = &claimed
         .iter()
@@ -349,7 +347,7 @@ async fn a_slow_endpoint_holds_only_a_few_rows(backend: Backend) {
             .await
             .unwrap()
     );
-    let next = store.claim_due_deliveries(limits(60_000)).await.unwrap();
+    let next = claim_now(&store).await;
     assert_eq!(next.len(), 1);
     assert_eq!(next[0].delivery.endpoint_id, slow);
 }
@@ -368,29 +366,17 @@ async fn a_failing_endpoint_holds_fewer_places_until_it_heals(backend: Backend) 
         .await
         .unwrap();
 
-    let claimed = store.claim_due_deliveries(limits(60_000)).await.unwrap();
-    let to = |claimed: &[DueDelivery], endpoint: &str| {
-        claimed
-            .iter()
-            .filter(|d| d.delivery.endpoint_id == endpoint)
-            .count()
-    };
-    assert_eq!((to(&claimed, &failing), to(&claimed, &healthy)), (2, 4));
-    assert!(
-        store
-            .claim_due_deliveries(limits(60_000))
-            .await
-            .unwrap()
-            .is_empty()
-    );
+    let places =
+        |claimed: &[DueDelivery]| (count_to(claimed, &failing), count_to(claimed, &healthy));
+    assert_eq!(places(&claim_now(&store).await), (2, 4));
+    assert!(claim_now(&store).await.is_empty());
     // Healthy again (an attempt of it succeeded): its places are the healthy endpoint's, and
     // the two in flight count against them.
     store
         .set_webhook_endpoint_health(&failing, true)
         .await
         .unwrap();
-    let next = store.claim_due_deliveries(limits(60_000)).await.unwrap();
-    assert_eq!((to(&next, &failing), to(&next, &healthy)), (2, 0));
+    assert_eq!(places(&claim_now(&store).await), (2, 0));
 }
 both_backends!(a_failing_endpoint_holds_fewer_places_until_it_heals);
 
@@ -473,7 +459,7 @@ async fn a_claim_with_nothing_due_does_not_wait_for_the_writer() {
 
     release.send(()).unwrap();
     let ids = event_to(&store, &merchant, &[&endpoint]).await;
-    let claimed = store.claim_due_deliveries(limits(60_000)).await.unwrap();
+    let claimed = claim_now(&store).await;
     let claimed: Vec<&str> = claimed.iter().map(|d| d.delivery.id.as_str()).collect();
     assert_eq!(claimed, [ids[0].as_str()]);
 }
