@@ -88,17 +88,15 @@ impl Template {
         Template { canvas, maskable }
     }
 
-    /// The template of `version`, made on first use (Pix codes use a handful of versions).
-    fn of(version: Version) -> &'static Template {
+    /// The template of `version`, made on first use (Pix codes use a handful of versions);
+    /// `None` for a version other than the normal 1 to 40 (`encode_auto` chooses no other).
+    fn of(version: Version) -> Option<&'static Template> {
         static TEMPLATES: [std::sync::OnceLock<Template>; 40] =
             [const { std::sync::OnceLock::new() }; 40];
-        // `encode_auto` chooses normal versions only (1 to 40), and the `qrcode` crate
-        // refuses any other, as `Canvas::new` would below.
-        let index = match version {
-            Version::Normal(v @ 1..=40) => v as usize - 1,
-            other => unreachable!("QR version {other:?} is not a normal version"),
+        let Version::Normal(v @ 1..=40) = version else {
+            return None;
         };
-        TEMPLATES[index].get_or_init(|| Template::new(version))
+        Some(TEMPLATES[v as usize - 1].get_or_init(|| Template::new(version)))
     }
 }
 
@@ -186,7 +184,9 @@ impl Symbol {
         let version = bits.version();
         let (data, ec) = qrcode::ec::construct_codewords(&bits.into_bytes(), version, EcLevel::M)
             .map_err(qr_error)?;
-        let template = Template::of(version);
+        let template = Template::of(version).ok_or_else(|| DomainError::QrImage {
+            reason: format!("QR version {version:?} is not a normal version"),
+        })?;
         let mut canvas = template.canvas.clone();
         canvas.draw_data(&data, &ec);
         // Every mask is tried, as the standard asks, and scored here: the `qrcode` crate's own
@@ -406,14 +406,14 @@ fn transpose(matrix: &mut [u128; 128]) {
 struct Unmasked {
     width: usize,
     dark: Vec<u128>,
-    maskable: Vec<u128>,
+    maskable: &'static [u128],
 }
 
 impl Unmasked {
     /// `canvas` drawn on its version's [`Template`], whose `maskable` rows are given (at most
     /// [`BIT_ROWS_MAX`] wide). The data modules were empty on the template, so they are the
     /// maskable ones (and `Empty` modules left, remainder bits, are masked as light data).
-    fn of(canvas: Canvas, maskable: &[u128]) -> Unmasked {
+    fn of(canvas: Canvas, maskable: &'static [u128]) -> Unmasked {
         let w = maskable.len();
         let dark = canvas
             .into_colors()
@@ -429,7 +429,7 @@ impl Unmasked {
         Unmasked {
             width: w,
             dark,
-            maskable: maskable.to_vec(),
+            maskable,
         }
     }
 
@@ -802,7 +802,7 @@ mod tests {
             let mut canvas = Canvas::new(version, EcLevel::M);
             canvas.draw_all_functional_patterns();
             canvas.draw_data(&data, &ec);
-            let maskable = Template::of(version).maskable.as_deref().unwrap();
+            let maskable = Template::of(version).unwrap().maskable.as_deref().unwrap();
             let unmasked = Unmasked::of(canvas.clone(), maskable);
             for mask in MASKS {
                 let mut masked = canvas.clone();
@@ -832,7 +832,13 @@ mod tests {
         let text: String = DYNAMIC_BR_CODE.chars().cycle().take(1_200).collect();
         let symbol = Symbol::encode(&text).unwrap();
         assert!(symbol.width > BIT_ROWS_MAX, "{} modules", symbol.width);
-        assert!(Template::of(Version::Normal(40)).maskable.is_none());
+        assert!(
+            Template::of(Version::Normal(40))
+                .unwrap()
+                .maskable
+                .is_none()
+        );
+        assert!(Template::of(Version::Micro(1)).is_none());
         let (pixels, side) = pixels(&qr_png_base64(&text).unwrap());
         assert_eq!(side, (symbol.width + 2 * QUIET_ZONE) * MODULE_PX);
         assert_eq!(read_qr(&pixels, side).as_deref(), Some(text.as_str()));
