@@ -20,7 +20,7 @@ use crate::charges::object::ChargeObject;
 use crate::charges::{self, Caller, ChargeInput, PayerInput, Placement, ProviderChoice};
 use crate::domain::{Amount, Document, DomainError, Email, Line, Metadata, Reference};
 use crate::store::charges::{ChargeFilter, ChargeState};
-use crate::store::idempotency::{Claim, HeldKey, KeyScope};
+use crate::store::idempotency::{self, Claim, HeldKey, KeyScope};
 use crate::store::{now_ms, parse_rfc3339};
 
 pub fn router() -> Router<Arc<App>> {
@@ -331,13 +331,51 @@ pub async fn create(
     // The lock is short and renewed while this request runs: a request of a gateway that died
     // is resumed by a retry within one lock period, and a live one is never overlapped.
     let lock_ms = app.config.charges.idempotency_lock.as_millis() as i64;
-    let (reference, lock, resumed) = match app
-        .store
-        .claim_idempotency_key(scope, &fingerprint, fresh.as_str(), lock_ms, ttl)
-        .await?
-    {
-        Claim::Fresh { reference, lock } => (reference, lock, false),
-        Claim::Resume { reference, lock } => (reference, lock, true),
+    let lock = idempotency::new_lock();
+    let expires_at = || now_ms() + ttl;
+    let held = HeldKey::new(scope, &lock, expires_at());
+    // On SQLite, for one PSP, the claim goes to the writer now and the charge is placed
+    // without waiting for it: the `creating` row, queued behind the claim, is written only if
+    // the claim made this request the key's holder with `fresh` (a new key, the common case),
+    // one wait for the writer where there were two. Otherwise nothing was created, and the
+    // claim's outcome decides below, as when it is awaited first.
+    let ahead = match input.provider {
+        ProviderChoice::One(_) => app.store.claim_idempotency_key_now(
+            scope,
+            &fingerprint,
+            fresh.as_str(),
+            &lock,
+            lock_ms,
+            ttl,
+        ),
+        ProviderChoice::Random => None,
+    };
+    let mut heartbeat = None;
+    let (claim, placed) = match ahead {
+        Some(claim) => {
+            heartbeat = Some(app.store.hold_idempotency_key(scope, &lock, lock_ms));
+            let placed = app
+                .charges
+                .create_charge(
+                    &caller,
+                    &input,
+                    Placement::New(&fresh),
+                    &request_id,
+                    Some(&held),
+                )
+                .await;
+            (claim.await?, Some(placed))
+        }
+        None => (
+            app.store
+                .claim_idempotency_key(scope, &fingerprint, fresh.as_str(), &lock, lock_ms, ttl)
+                .await?,
+            None,
+        ),
+    };
+    let (reference, resumed) = match claim {
+        Claim::Fresh { reference, .. } => (reference, false),
+        Claim::Resume { reference, .. } => (reference, true),
         Claim::Replay { status, body } => {
             let status = StatusCode::from_u16(status).unwrap_or(StatusCode::OK);
             let body = app.charges.qr_images.answer_with_image(body);
@@ -364,23 +402,28 @@ pub async fn create(
     };
     let reference = Reference::parse(&reference)
         .map_err(|e| ApiError::internal(format!("stored reference: {e}")))?;
-    let heartbeat = app.store.hold_idempotency_key(scope, &lock, lock_ms);
-    let expires_at = || now_ms() + ttl;
-    let held = HeldKey::new(scope, &lock, expires_at());
-    let outcome = app
-        .charges
-        .create_charge(
-            &caller,
-            &input,
-            if resumed {
-                Placement::Reserved(&reference)
-            } else {
-                Placement::New(&reference)
-            },
-            &request_id,
-            Some(&held),
-        )
-        .await;
+    let heartbeat =
+        heartbeat.unwrap_or_else(|| app.store.hold_idempotency_key(scope, &lock, lock_ms));
+    let outcome = match placed {
+        // A fresh claim: the charge placed ahead was this request's (or failed as its own).
+        Some(placed) if !resumed => placed,
+        // Resumed: nothing was placed ahead (the key held another reference).
+        _ => {
+            app.charges
+                .create_charge(
+                    &caller,
+                    &input,
+                    if resumed {
+                        Placement::Reserved(&reference)
+                    } else {
+                        Placement::New(&reference)
+                    },
+                    &request_id,
+                    Some(&held),
+                )
+                .await
+        }
+    };
     drop(heartbeat);
     if outcome.is_ok()
         && let Some(body) = held.take_answer()

@@ -502,7 +502,10 @@ impl Service {
             created_at: now,
             updated_at: now,
         };
-        let (admitted, on_disk) = self.store.insert_creating_charge_then_sync(&charge).await?;
+        let (admitted, on_disk) = self
+            .store
+            .insert_creating_charge_then_sync(&charge, key)
+            .await?;
         if !admitted? {
             // A request with this reference got here first (resumed requests are settled
             // before they reach this point).

@@ -6,6 +6,7 @@ use sqlx::Row;
 
 use super::batching::Values;
 use super::events::{AnyQuery, EventRecord};
+use super::idempotency::HeldKey;
 use super::{Columns, OnDisk, Store, StoreError};
 use crate::domain::{Environment, Reference};
 
@@ -129,25 +130,42 @@ impl Store {
         &self,
         c: &ChargeRecord,
     ) -> Result<crate::plans::Admission<bool>, StoreError> {
-        let (inserted, on_disk) = self.insert_creating_charge_then_sync(c).await?;
+        let (inserted, on_disk) = self.insert_creating_charge_then_sync(c, None).await?;
         on_disk.await.map_err(StoreError::Unsynced)?;
         Ok(inserted)
     }
 
     /// [`Store::insert_creating_charge`] answered at its commit, with the [`OnDisk`] to wait
     /// for before the PSP may hear of the charge ([`Store::write_then_sync`]).
+    ///
+    /// With `key` (the idempotency key the request claimed), on SQLite the row is written only
+    /// if the key is still held for this reference, or [`StoreError::KeyNotHeld`]: its claim
+    /// may have been handed to the writer just before and not awaited
+    /// ([`Store::claim_idempotency_key_now`]). On PostgreSQL the claim was awaited first.
     pub async fn insert_creating_charge_then_sync(
         &self,
         c: &ChargeRecord,
+        key: Option<&std::sync::Arc<HeldKey>>,
     ) -> Result<(crate::plans::Admission<bool>, OnDisk), StoreError> {
         if self.backend == super::Backend::Postgres {
             return Ok((self.insert_counted_apart(c).await?, OnDisk::already()));
         }
-        let (store, c) = (self.clone(), c.clone());
-        self.write_then_sync(move |conn| {
-            Box::pin(async move { store.insert_creating_on(conn, &c).await })
-        })
-        .await
+        let (store, c, key) = (self.clone(), c.clone(), key.cloned());
+        let (inserted, on_disk) = self
+            .write_then_sync(move |conn| {
+                Box::pin(async move {
+                    // Not an error inside the unit: that would roll its group back and run it
+                    // again, a savepoint per unit.
+                    if let Some(key) = &key
+                        && !key.holds_on(conn, c.reference.as_str()).await?
+                    {
+                        return Ok(None);
+                    }
+                    store.insert_creating_on(conn, &c).await.map(Some)
+                })
+            })
+            .await?;
+        Ok((inserted.ok_or(StoreError::KeyNotHeld)?, on_disk))
     }
 
     /// How PostgreSQL's inserts of `creating` rows went: statements, and the rows they

@@ -30,6 +30,11 @@
 //! answers a write at its commit and hands its caller the sync to wait for later: a charge's
 //! adapter call gets ready meanwhile.
 //!
+//! [`Store::write_now`] hands a unit over when it is called, not when its answer is awaited:
+//! an idempotency key's claim goes first, and the request's `creating` row, queued behind it,
+//! checks in its own transaction that the claim went its way (`HeldKey`), so a charge
+//! waits for the writer once for the two.
+//!
 //! On PostgreSQL a unit is simply its own transaction on the pool: the server already groups
 //! concurrent commits into one WAL flush.
 //!
@@ -655,14 +660,24 @@ impl Store {
             return Ok(value);
         };
         debug_assert_eq!(self.backend, Backend::Sqlite);
-        let (reply, answer) = oneshot::channel();
-        let unit = Writer::unit(durability, unit, move |result| {
-            let _ = reply.send(result);
-        });
-        if let Err(unit) = writer.run_here(unit) {
-            writer.queue(unit)?;
-        }
-        answer.await.map_err(|_| writer.stopped())?
+        writer.submit(durability, unit).await
+    }
+
+    /// [`Store::write_with`] handed to SQLite's writer now, when this is called, rather than
+    /// when the future it returns is first polled: the caller goes on (reads, building its
+    /// next write) while the unit commits, and its next write, queued behind this one, sees
+    /// it. `None` without the writer (PostgreSQL, an in-memory database): there a write runs
+    /// only once awaited.
+    pub fn write_now<T, F>(
+        &self,
+        durability: Durability,
+        unit: F,
+    ) -> Option<impl Future<Output = Result<T, StoreError>> + Send + use<T, F>>
+    where
+        T: Send + 'static,
+        F: WriteUnit<T>,
+    {
+        Some(self.writer.as_ref()?.submit(durability, unit))
     }
 
     /// [`Store::write`] split in two: the unit's result once its transaction is committed (and
@@ -747,6 +762,32 @@ impl Store {
 }
 
 impl Writer {
+    /// Runs `unit` here if the writer is idle, or queues it, at once; the future answers once
+    /// its transaction is committed (and synced, if durable).
+    fn submit<T, F>(
+        &self,
+        durability: Durability,
+        unit: F,
+    ) -> impl Future<Output = Result<T, StoreError>> + Send + use<T, F>
+    where
+        T: Send + 'static,
+        F: WriteUnit<T>,
+    {
+        let (reply, answer) = oneshot::channel();
+        let unit = Writer::unit(durability, unit, move |result| {
+            let _ = reply.send(result);
+        });
+        let queued = match self.run_here(unit) {
+            Ok(()) => Ok(()),
+            Err(unit) => self.queue(unit),
+        };
+        let writer = self.clone();
+        async move {
+            queued?;
+            answer.await.map_err(|_| writer.stopped())?
+        }
+    }
+
     /// `unit` as the writer runs it: `reply` gets its result once its transaction is committed
     /// (and synced, if durable). A unit that never runs drops `reply` uncalled.
     fn unit<T, F>(

@@ -12,6 +12,7 @@
 //! again within seconds, and a request that lost its lock can neither renew it nor store an
 //! answer over the retry that took it.
 
+use futures::future::BoxFuture;
 use sqlx::Row;
 
 use super::events::{AnyQuery, Rider};
@@ -42,33 +43,29 @@ pub enum Claim {
 }
 
 impl Store {
-    /// Claims `scope` for a request whose fingerprint is `request_hash`. `reference` is the
-    /// reference this request would use; `lock_ms` how long it may take before a retry may
-    /// resume it; `ttl_ms` how long the key is kept at least.
+    /// Claims `scope` for a request whose fingerprint is `request_hash`, under `lock` (a new
+    /// [`new_lock`] per request). `reference` is the reference this request would use;
+    /// `lock_ms` how long it may take before a retry may resume it; `ttl_ms` how long the key
+    /// is kept at least.
     pub async fn claim_idempotency_key(
         &self,
         scope: KeyScope<'_>,
         request_hash: &str,
         reference: &str,
+        lock: &str,
         lock_ms: i64,
         ttl_ms: i64,
     ) -> Result<Claim, StoreError> {
-        let (merchant, environment, key) = (
-            scope.merchant_id.to_owned(),
-            scope.environment,
-            scope.key.to_owned(),
-        );
-        let (request_hash, reference) = (request_hash.to_owned(), reference.to_owned());
         if self.backend == super::Backend::Postgres {
             // Usually a key nobody holds: inserted with the claims that wait beside it
             // ([`NewKeys`]). Any other outcome (taken, replayed, expired) is read alone below.
             let now = now_ms();
-            let lock = uuid::Uuid::new_v4().simple().to_string();
+            let (lock, reference) = (lock.to_owned(), reference.to_owned());
             let new = NewKey {
-                merchant_id: merchant.clone(),
-                environment,
-                key: key.clone(),
-                request_hash: request_hash.clone(),
+                merchant_id: scope.merchant_id.to_owned(),
+                environment: scope.environment,
+                key: scope.key.to_owned(),
+                request_hash: request_hash.to_owned(),
                 reference: reference.clone(),
                 locked_until: now + lock_ms,
                 created_at: now,
@@ -83,17 +80,26 @@ impl Store {
         // carries this claim to disk with it; a claim lost alone in a crash lost nothing.
         // Without a transaction on PostgreSQL: each statement of the claim stands alone (an
         // insert that loses to another is followed by a read, and the loop reads again).
-        self.write_autocommit(Durability::Deferred, move |conn| {
-            Box::pin(async move {
-                let scope = KeyScope {
-                    merchant_id: &merchant,
-                    environment,
-                    key: &key,
-                };
-                claim_on(conn, scope, &request_hash, &reference, lock_ms, ttl_ms).await
-            })
-        })
-        .await
+        let unit = claim_unit(scope, request_hash, reference, lock, lock_ms, ttl_ms);
+        self.write_autocommit(Durability::Deferred, unit).await
+    }
+
+    /// [`Store::claim_idempotency_key`] handed to SQLite's writer now ([`Store::write_now`]):
+    /// the request's `creating` row, queued behind it, is written only if the claim made the
+    /// request the key's holder with `reference` ([`HeldKey`] checks it in the row's
+    /// transaction), so the request waits for the writer once instead of twice. `None` on
+    /// PostgreSQL, where the claim is awaited first.
+    pub fn claim_idempotency_key_now(
+        &self,
+        scope: KeyScope<'_>,
+        request_hash: &str,
+        reference: &str,
+        lock: &str,
+        lock_ms: i64,
+        ttl_ms: i64,
+    ) -> Option<impl Future<Output = Result<Claim, StoreError>> + Send + use<>> {
+        let unit = claim_unit(scope, request_hash, reference, lock, lock_ms, ttl_ms);
+        self.write_now(Durability::Deferred, unit)
     }
 
     /// How PostgreSQL's claims of new keys went: statements, and the keys they claimed
@@ -263,6 +269,29 @@ impl HeldKey {
         })
     }
 
+    /// Whether the key is still held under this lock for a request placing `reference`, with no
+    /// answer yet: read in the transaction that writes a charge's `creating` row, so that a
+    /// request whose claim went another way (a replay, another request's key, a resumed
+    /// reference) never creates a charge.
+    pub(super) async fn holds_on(
+        &self,
+        conn: &mut sqlx::AnyConnection,
+        reference: &str,
+    ) -> Result<bool, StoreError> {
+        let held = sqlx::query(
+            "SELECT 1 FROM idempotency_keys WHERE merchant_id = $1 AND environment = $2 \
+             AND key = $3 AND lock_owner = $4 AND reference = $5 AND response_status IS NULL",
+        )
+        .bind(&self.merchant_id)
+        .bind(self.environment.as_str())
+        .bind(&self.key)
+        .bind(&self.lock)
+        .bind(reference)
+        .fetch_optional(&mut *conn)
+        .await?;
+        Ok(held.is_some())
+    }
+
     /// The body of the 2xx answer a committed write stored for the key (or left to the retry
     /// that took the lock over), taken once; `None` when no write did: the request's answer is
     /// still its own to store.
@@ -305,15 +334,60 @@ impl Drop for LockHeartbeat {
 }
 
 /// [`Store::claim_idempotency_key`] on the writer's connection.
+/// A new request's lock on the key it claims.
+pub fn new_lock() -> String {
+    uuid::Uuid::new_v4().simple().to_string()
+}
+
+/// The claim's write, owning what it needs.
+fn claim_unit(
+    scope: KeyScope<'_>,
+    request_hash: &str,
+    reference: &str,
+    lock: &str,
+    lock_ms: i64,
+    ttl_ms: i64,
+) -> impl super::WriteUnit<Claim> + use<> {
+    let (merchant, environment, key) = (
+        scope.merchant_id.to_owned(),
+        scope.environment,
+        scope.key.to_owned(),
+    );
+    let (request_hash, reference, lock) = (
+        request_hash.to_owned(),
+        reference.to_owned(),
+        lock.to_owned(),
+    );
+    move |conn: &mut sqlx::AnyConnection| -> BoxFuture<'_, Result<Claim, StoreError>> {
+        Box::pin(async move {
+            let scope = KeyScope {
+                merchant_id: &merchant,
+                environment,
+                key: &key,
+            };
+            claim_on(
+                conn,
+                scope,
+                &request_hash,
+                &reference,
+                &lock,
+                lock_ms,
+                ttl_ms,
+            )
+            .await
+        })
+    }
+}
+
 async fn claim_on(
     conn: &mut sqlx::AnyConnection,
     scope: KeyScope<'_>,
     request_hash: &str,
     reference: &str,
+    lock: &str,
     lock_ms: i64,
     ttl_ms: i64,
 ) -> Result<Claim, StoreError> {
-    let lock = uuid::Uuid::new_v4().simple().to_string();
     // Two rounds at most: the second one runs after an expired key was swept.
     for _ in 0..2 {
         let now = now_ms();
@@ -330,13 +404,13 @@ async fn claim_on(
         .bind(now + lock_ms)
         .bind(now)
         .bind(now + ttl_ms)
-        .bind(&lock)
+        .bind(lock)
         .execute(&mut *conn)
         .await?;
         if inserted.rows_affected() == 1 {
             return Ok(Claim::Fresh {
                 reference: reference.to_owned(),
-                lock,
+                lock: lock.to_owned(),
             });
         }
         let Some(row) = sqlx::query(
@@ -392,13 +466,13 @@ async fn claim_on(
         .bind(scope.environment.as_str())
         .bind(scope.key)
         .bind(locked_until)
-        .bind(&lock)
+        .bind(lock)
         .execute(&mut *conn)
         .await?;
         return Ok(if taken.rows_affected() == 1 {
             Claim::Resume {
                 reference: stored_reference,
-                lock,
+                lock: lock.to_owned(),
             }
         } else {
             Claim::InProgress

@@ -72,6 +72,10 @@ pub enum StoreError {
     Corrupt(String),
     #[error("database error: {0}")]
     Sql(#[from] sqlx::Error),
+    /// A charge's `creating` row was not written: the request's idempotency key is not held
+    /// by it for that reference ([`idempotency::HeldKey`]); nothing was created.
+    #[error("the idempotency key is not held by this request")]
+    KeyNotHeld,
     /// A committed write did not reach the disk ([`OnDisk`]).
     #[error("the database could not make a write durable: {0}")]
     Unsynced(String),

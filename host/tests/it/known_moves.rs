@@ -20,7 +20,7 @@ use pixgw::store::charges::{
 };
 use pixgw::store::credentials::CredentialRecord;
 use pixgw::store::events::{Emit, EventRecord};
-use pixgw::store::idempotency::{Claim, HeldKey, KeyScope};
+use pixgw::store::idempotency::{Claim, HeldKey, KeyScope, new_lock};
 use pixgw::store::routing::AttemptRecord;
 use pixgw::store::{Durability, Store, StoreError, now_ms};
 
@@ -62,7 +62,14 @@ impl Move {
             key: &key,
         };
         let claim = store
-            .claim_idempotency_key(scope, "hash", known.reference.as_str(), 30_000, HOUR_MS)
+            .claim_idempotency_key(
+                scope,
+                "hash",
+                known.reference.as_str(),
+                &new_lock(),
+                30_000,
+                HOUR_MS,
+            )
             .await
             .unwrap();
         let Claim::Fresh { lock, .. } = claim else {

@@ -8,10 +8,10 @@ use std::sync::Arc;
 use pixgw::domain::Environment;
 use pixgw::store::charges::{AnswerWith, ChargeRecord, ChargeState, PspUpdate};
 use pixgw::store::credentials::CredentialRecord;
-use pixgw::store::idempotency::{Claim, HeldKey, KeyScope};
+use pixgw::store::idempotency::{Claim, HeldKey, KeyScope, new_lock};
 use pixgw::store::merchants::Merchant;
 use pixgw::store::routing::AttemptRecord;
-use pixgw::store::{Durability, Store, now_ms};
+use pixgw::store::{Durability, Store, StoreError, now_ms};
 
 use crate::both_backends;
 use crate::common::gateway::{Backend, TestDb};
@@ -30,7 +30,14 @@ fn scope<'a>(merchant_id: &'a str, key: &'a str) -> KeyScope<'a> {
 /// Claims `key` for a request of `merchant_id`, locked for `lock_ms`.
 async fn claim(store: &Store, merchant_id: &str, key: &str, lock_ms: i64) -> Claim {
     store
-        .claim_idempotency_key(scope(merchant_id, key), "hash", "ref", lock_ms, HOUR_MS)
+        .claim_idempotency_key(
+            scope(merchant_id, key),
+            "hash",
+            "ref",
+            &new_lock(),
+            lock_ms,
+            HOUR_MS,
+        )
         .await
         .unwrap()
 }
@@ -344,3 +351,119 @@ async fn a_known_charges_move_writes_what_is_stored(backend: Backend) {
     assert_eq!(attempts.len(), 2);
 }
 both_backends!(a_known_charges_move_writes_what_is_stored);
+
+/// Hands `key`'s claim to SQLite's writer now, for a request placing `reference` under `lock`.
+fn claim_now(
+    store: &Store,
+    merchant_id: &str,
+    key: &str,
+    reference: &str,
+    lock: &str,
+) -> impl Future<Output = Result<Claim, StoreError>> + use<> {
+    store
+        .claim_idempotency_key_now(
+            scope(merchant_id, key),
+            "hash",
+            reference,
+            lock,
+            HOUR_MS,
+            HOUR_MS,
+        )
+        .expect("SQLite hands a claim to its writer at once")
+}
+
+/// On SQLite a request's claim goes to the writer and its `creating` row follows without
+/// waiting for it: the row is written only when the claim made the request the key's holder
+/// with the row's reference, and nothing is written otherwise.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_creating_row_behind_its_claim_is_written_only_if_the_claim_holds() {
+    let (_db, store, merchant, credential) = merchant_with_endpoint(Backend::Sqlite).await;
+    let held_by =
+        |lock: &str| HeldKey::new(scope(&merchant.id, "order-1"), lock, now_ms() + HOUR_MS);
+
+    // A new key: the claim, then the row behind it before the claim is awaited.
+    let first = charge(&credential, now_ms());
+    let lock = new_lock();
+    let claimed = claim_now(
+        &store,
+        &merchant.id,
+        "order-1",
+        first.reference.as_str(),
+        &lock,
+    );
+    let (inserted, on_disk) = store
+        .insert_creating_charge_then_sync(&first, Some(&held_by(&lock)))
+        .await
+        .unwrap();
+    assert_eq!(inserted, Ok(true));
+    on_disk.await.unwrap();
+    assert_eq!(
+        claimed.await.unwrap(),
+        Claim::Fresh {
+            reference: first.reference.to_string(),
+            lock: lock.clone()
+        }
+    );
+
+    // A second request with the key while the first runs: its claim finds it in progress,
+    // and its row is not written.
+    let second = charge(&credential, now_ms());
+    let other_lock = new_lock();
+    let claimed = claim_now(
+        &store,
+        &merchant.id,
+        "order-1",
+        second.reference.as_str(),
+        &other_lock,
+    );
+    let refused = store
+        .insert_creating_charge_then_sync(&second, Some(&held_by(&other_lock)))
+        .await;
+    assert!(
+        matches!(refused, Err(StoreError::KeyNotHeld)),
+        "{refused:?}"
+    );
+    assert_eq!(claimed.await.unwrap(), Claim::InProgress);
+
+    // The holder placing another reference than the one its key holds (a resumed key keeps
+    // its first): not written either.
+    let third = charge(&credential, now_ms());
+    let refused = store
+        .insert_creating_charge_then_sync(&third, Some(&held_by(&lock)))
+        .await;
+    assert!(
+        matches!(refused, Err(StoreError::KeyNotHeld)),
+        "{refused:?}"
+    );
+
+    for (placed, written) in [(&first, true), (&second, false), (&third, false)] {
+        assert_eq!(
+            store
+                .charge_by_reference(placed.reference.as_str())
+                .await
+                .unwrap()
+                .is_some(),
+            written,
+            "{}",
+            placed.reference
+        );
+    }
+}
+
+/// PostgreSQL has no writer to hand a claim to ahead: the request awaits its claim first.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_claims_are_awaited_before_the_charge() {
+    let (_db, store) = store_on(Backend::Postgres).await;
+    assert!(
+        store
+            .claim_idempotency_key_now(
+                scope("any", "order-1"),
+                "hash",
+                "ref",
+                &new_lock(),
+                HOUR_MS,
+                HOUR_MS
+            )
+            .is_none()
+    );
+}
