@@ -20,7 +20,7 @@ use crate::charges::object::ChargeObject;
 use crate::charges::{self, Caller, ChargeInput, PayerInput, Placement, ProviderChoice};
 use crate::domain::{Amount, Document, DomainError, Email, Line, Metadata, Reference};
 use crate::store::charges::{ChargeFilter, ChargeState};
-use crate::store::idempotency::{self, Claim, HeldKey, KeyScope};
+use crate::store::idempotency::{self, Claim, HeldKey, KeyClaim, KeyScope};
 use crate::store::{now_ms, parse_rfc3339};
 
 pub fn router() -> Router<Arc<App>> {
@@ -339,15 +339,16 @@ pub async fn create(
     // the claim made this request the key's holder with `fresh` (a new key, the common case),
     // one wait for the writer where there were two. Otherwise nothing was created, and the
     // claim's outcome decides below, as when it is awaited first.
+    let claim = KeyClaim {
+        scope,
+        request_hash: &fingerprint,
+        reference: fresh.as_str(),
+        lock: &lock,
+        lock_ms,
+        ttl_ms: ttl,
+    };
     let ahead = match input.provider {
-        ProviderChoice::One(_) => app.store.claim_idempotency_key_now(
-            scope,
-            &fingerprint,
-            fresh.as_str(),
-            &lock,
-            lock_ms,
-            ttl,
-        ),
+        ProviderChoice::One(_) => app.store.claim_idempotency_key_now(claim),
         ProviderChoice::Random => None,
     };
     let mut heartbeat = None;
@@ -366,12 +367,7 @@ pub async fn create(
                 .await;
             (claim.await?, Some(placed))
         }
-        None => (
-            app.store
-                .claim_idempotency_key(scope, &fingerprint, fresh.as_str(), &lock, lock_ms, ttl)
-                .await?,
-            None,
-        ),
+        None => (app.store.claim_idempotency_key(claim).await?, None),
     };
     let (reference, resumed) = match claim {
         Claim::Fresh { reference, .. } => (reference, false),

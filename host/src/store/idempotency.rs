@@ -27,6 +27,19 @@ pub struct KeyScope<'a> {
     pub key: &'a str,
 }
 
+/// A request's claim on its key: its fingerprint (`request_hash`), the reference it would use,
+/// its `lock` (a new [`new_lock`] per request), how long it may take before a retry may resume
+/// it (`lock_ms`) and how long the key is kept at least (`ttl_ms`).
+#[derive(Debug, Clone, Copy)]
+pub struct KeyClaim<'a> {
+    pub scope: KeyScope<'a>,
+    pub request_hash: &'a str,
+    pub reference: &'a str,
+    pub lock: &'a str,
+    pub lock_ms: i64,
+    pub ttl_ms: i64,
+}
+
 /// The outcome of trying to claim a key.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Claim {
@@ -43,24 +56,20 @@ pub enum Claim {
 }
 
 impl Store {
-    /// Claims `scope` for a request whose fingerprint is `request_hash`, under `lock` (a new
-    /// [`new_lock`] per request). `reference` is the reference this request would use;
-    /// `lock_ms` how long it may take before a retry may resume it; `ttl_ms` how long the key
-    /// is kept at least.
-    pub async fn claim_idempotency_key(
-        &self,
-        scope: KeyScope<'_>,
-        request_hash: &str,
-        reference: &str,
-        lock: &str,
-        lock_ms: i64,
-        ttl_ms: i64,
-    ) -> Result<Claim, StoreError> {
+    /// Claims a key for a request.
+    pub async fn claim_idempotency_key(&self, claim: KeyClaim<'_>) -> Result<Claim, StoreError> {
+        let KeyClaim {
+            scope,
+            request_hash,
+            lock_ms,
+            ttl_ms,
+            ..
+        } = claim;
         if self.backend == super::Backend::Postgres {
             // Usually a key nobody holds: inserted with the claims that wait beside it
             // ([`NewKeys`]). Any other outcome (taken, replayed, expired) is read alone below.
             let now = now_ms();
-            let (lock, reference) = (lock.to_owned(), reference.to_owned());
+            let (lock, reference) = (claim.lock.to_owned(), claim.reference.to_owned());
             let new = NewKey {
                 merchant_id: scope.merchant_id.to_owned(),
                 environment: scope.environment,
@@ -80,8 +89,8 @@ impl Store {
         // carries this claim to disk with it; a claim lost alone in a crash lost nothing.
         // Without a transaction on PostgreSQL: each statement of the claim stands alone (an
         // insert that loses to another is followed by a read, and the loop reads again).
-        let unit = claim_unit(scope, request_hash, reference, lock, lock_ms, ttl_ms);
-        self.write_autocommit(Durability::Deferred, unit).await
+        self.write_autocommit(Durability::Deferred, claim_unit(claim))
+            .await
     }
 
     /// [`Store::claim_idempotency_key`] handed to SQLite's writer now ([`Store::write_now`]):
@@ -91,15 +100,9 @@ impl Store {
     /// PostgreSQL, where the claim is awaited first.
     pub fn claim_idempotency_key_now(
         &self,
-        scope: KeyScope<'_>,
-        request_hash: &str,
-        reference: &str,
-        lock: &str,
-        lock_ms: i64,
-        ttl_ms: i64,
+        claim: KeyClaim<'_>,
     ) -> Option<impl Future<Output = Result<Claim, StoreError>> + Send + use<>> {
-        let unit = claim_unit(scope, request_hash, reference, lock, lock_ms, ttl_ms);
-        self.write_now(Durability::Deferred, unit)
+        self.write_now(Durability::Deferred, claim_unit(claim))
     }
 
     /// How PostgreSQL's claims of new keys went: statements, and the keys they claimed
@@ -340,54 +343,49 @@ pub fn new_lock() -> String {
 }
 
 /// The claim's write, owning what it needs.
-fn claim_unit(
-    scope: KeyScope<'_>,
-    request_hash: &str,
-    reference: &str,
-    lock: &str,
-    lock_ms: i64,
-    ttl_ms: i64,
-) -> impl super::WriteUnit<Claim> + use<> {
+fn claim_unit(claim: KeyClaim<'_>) -> impl super::WriteUnit<Claim> + use<> {
     let (merchant, environment, key) = (
-        scope.merchant_id.to_owned(),
-        scope.environment,
-        scope.key.to_owned(),
+        claim.scope.merchant_id.to_owned(),
+        claim.scope.environment,
+        claim.scope.key.to_owned(),
     );
     let (request_hash, reference, lock) = (
-        request_hash.to_owned(),
-        reference.to_owned(),
-        lock.to_owned(),
+        claim.request_hash.to_owned(),
+        claim.reference.to_owned(),
+        claim.lock.to_owned(),
     );
+    let (lock_ms, ttl_ms) = (claim.lock_ms, claim.ttl_ms);
     move |conn: &mut sqlx::AnyConnection| -> BoxFuture<'_, Result<Claim, StoreError>> {
         Box::pin(async move {
-            let scope = KeyScope {
-                merchant_id: &merchant,
-                environment,
-                key: &key,
-            };
-            claim_on(
-                conn,
-                scope,
-                &request_hash,
-                &reference,
-                &lock,
+            let claim = KeyClaim {
+                scope: KeyScope {
+                    merchant_id: &merchant,
+                    environment,
+                    key: &key,
+                },
+                request_hash: &request_hash,
+                reference: &reference,
+                lock: &lock,
                 lock_ms,
                 ttl_ms,
-            )
-            .await
+            };
+            claim_on(conn, claim).await
         })
     }
 }
 
 async fn claim_on(
     conn: &mut sqlx::AnyConnection,
-    scope: KeyScope<'_>,
-    request_hash: &str,
-    reference: &str,
-    lock: &str,
-    lock_ms: i64,
-    ttl_ms: i64,
+    claim: KeyClaim<'_>,
 ) -> Result<Claim, StoreError> {
+    let KeyClaim {
+        scope,
+        request_hash,
+        reference,
+        lock,
+        lock_ms,
+        ttl_ms,
+    } = claim;
     // Two rounds at most: the second one runs after an expired key was swept.
     for _ in 0..2 {
         let now = now_ms();

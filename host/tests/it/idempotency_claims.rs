@@ -9,7 +9,7 @@ use common::gateway::{Backend, TestDb};
 use common::records::{behind_held_rows, store_on};
 use pixgw::domain::Environment;
 use pixgw::plans::PlanId;
-use pixgw::store::idempotency::{CLAIM_STATEMENTS_AT_ONCE, Claim, KeyScope, new_lock};
+use pixgw::store::idempotency::{CLAIM_STATEMENTS_AT_ONCE, Claim, KeyClaim, KeyScope, new_lock};
 use pixgw::store::{Store, now_ms};
 
 const HOUR_MS: i64 = 3_600_000;
@@ -82,7 +82,14 @@ async fn claim(store: &Store, merchant_id: &str, r: &Request) -> Claim {
     };
     let reference = format!("ref-{}", r.key);
     store
-        .claim_idempotency_key(scope, r.hash, &reference, &new_lock(), 30_000, HOUR_MS)
+        .claim_idempotency_key(KeyClaim {
+            scope,
+            request_hash: r.hash,
+            reference: &reference,
+            lock: &new_lock(),
+            lock_ms: 30_000,
+            ttl_ms: HOUR_MS,
+        })
         .await
         .unwrap()
 }

@@ -20,7 +20,7 @@ use pixgw::store::charges::{
 };
 use pixgw::store::credentials::CredentialRecord;
 use pixgw::store::events::{Emit, EventRecord};
-use pixgw::store::idempotency::{Claim, HeldKey, KeyScope, new_lock};
+use pixgw::store::idempotency::{Claim, HeldKey, KeyClaim, KeyScope, new_lock};
 use pixgw::store::routing::AttemptRecord;
 use pixgw::store::{Durability, Store, StoreError, now_ms};
 
@@ -62,14 +62,14 @@ impl Move {
             key: &key,
         };
         let claim = store
-            .claim_idempotency_key(
+            .claim_idempotency_key(KeyClaim {
                 scope,
-                "hash",
-                known.reference.as_str(),
-                &new_lock(),
-                30_000,
-                HOUR_MS,
-            )
+                request_hash: "hash",
+                reference: known.reference.as_str(),
+                lock: &new_lock(),
+                lock_ms: 30_000,
+                ttl_ms: HOUR_MS,
+            })
             .await
             .unwrap();
         let Claim::Fresh { lock, .. } = claim else {

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use pixgw::domain::Environment;
 use pixgw::store::charges::{AnswerWith, ChargeRecord, ChargeState, PspUpdate};
 use pixgw::store::credentials::CredentialRecord;
-use pixgw::store::idempotency::{Claim, HeldKey, KeyScope, new_lock};
+use pixgw::store::idempotency::{Claim, HeldKey, KeyClaim, KeyScope, new_lock};
 use pixgw::store::merchants::Merchant;
 use pixgw::store::routing::AttemptRecord;
 use pixgw::store::{Durability, Store, StoreError, now_ms};
@@ -27,17 +27,29 @@ fn scope<'a>(merchant_id: &'a str, key: &'a str) -> KeyScope<'a> {
     }
 }
 
+/// A request's claim on `key` of `merchant_id`, placing `reference` under `lock` for `lock_ms`.
+fn key_claim<'a>(
+    merchant_id: &'a str,
+    key: &'a str,
+    reference: &'a str,
+    lock: &'a str,
+    lock_ms: i64,
+) -> KeyClaim<'a> {
+    KeyClaim {
+        scope: scope(merchant_id, key),
+        request_hash: "hash",
+        reference,
+        lock,
+        lock_ms,
+        ttl_ms: HOUR_MS,
+    }
+}
+
 /// Claims `key` for a request of `merchant_id`, locked for `lock_ms`.
 async fn claim(store: &Store, merchant_id: &str, key: &str, lock_ms: i64) -> Claim {
+    let lock = new_lock();
     store
-        .claim_idempotency_key(
-            scope(merchant_id, key),
-            "hash",
-            "ref",
-            &new_lock(),
-            lock_ms,
-            HOUR_MS,
-        )
+        .claim_idempotency_key(key_claim(merchant_id, key, "ref", &lock, lock_ms))
         .await
         .unwrap()
 }
@@ -352,24 +364,42 @@ async fn a_known_charges_move_writes_what_is_stored(backend: Backend) {
 }
 both_backends!(a_known_charges_move_writes_what_is_stored);
 
-/// Hands `key`'s claim to SQLite's writer now, for a request placing `reference` under `lock`.
-fn claim_now(
+/// A request on SQLite with the key `order-1` under `lock`: its claim handed to the writer, then
+/// a new charge's `creating` row placed behind it before the claim is awaited. The charge, how
+/// its row went, and the claim.
+async fn place_behind_claim(
     store: &Store,
     merchant_id: &str,
-    key: &str,
-    reference: &str,
+    credential: &CredentialRecord,
     lock: &str,
-) -> impl Future<Output = Result<Claim, StoreError>> + use<> {
-    store
-        .claim_idempotency_key_now(
-            scope(merchant_id, key),
-            "hash",
-            reference,
-            lock,
-            HOUR_MS,
-            HOUR_MS,
-        )
-        .expect("SQLite hands a claim to its writer at once")
+) -> (
+    ChargeRecord,
+    Result<pixgw::plans::Admission<bool>, StoreError>,
+    Claim,
+) {
+    let placed = charge(credential, now_ms());
+    let claim = key_claim(
+        merchant_id,
+        "order-1",
+        placed.reference.as_str(),
+        lock,
+        HOUR_MS,
+    );
+    let claimed = store
+        .claim_idempotency_key_now(claim)
+        .expect("SQLite hands a claim to its writer at once");
+    let held = HeldKey::new(claim.scope, lock, now_ms() + HOUR_MS);
+    let row = match store
+        .insert_creating_charge_then_sync(&placed, Some(&held))
+        .await
+    {
+        Ok((inserted, on_disk)) => on_disk
+            .await
+            .map(|()| inserted)
+            .map_err(StoreError::Unsynced),
+        Err(e) => Err(e),
+    };
+    (placed, row, claimed.await.unwrap())
 }
 
 /// On SQLite a request's claim goes to the writer and its `creating` row follows without
@@ -378,27 +408,13 @@ fn claim_now(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_creating_row_behind_its_claim_is_written_only_if_the_claim_holds() {
     let (_db, store, merchant, credential) = merchant_with_endpoint(Backend::Sqlite).await;
-    let held_by =
-        |lock: &str| HeldKey::new(scope(&merchant.id, "order-1"), lock, now_ms() + HOUR_MS);
 
-    // A new key: the claim, then the row behind it before the claim is awaited.
-    let first = charge(&credential, now_ms());
+    // A new key: the row is written, and the claim made this request its holder.
     let lock = new_lock();
-    let claimed = claim_now(
-        &store,
-        &merchant.id,
-        "order-1",
-        first.reference.as_str(),
-        &lock,
-    );
-    let (inserted, on_disk) = store
-        .insert_creating_charge_then_sync(&first, Some(&held_by(&lock)))
-        .await
-        .unwrap();
-    assert_eq!(inserted, Ok(true));
-    on_disk.await.unwrap();
+    let (first, row, claim) = place_behind_claim(&store, &merchant.id, &credential, &lock).await;
+    assert_eq!(row.unwrap(), Ok(true));
     assert_eq!(
-        claimed.await.unwrap(),
+        claim,
         Claim::Fresh {
             reference: first.reference.to_string(),
             lock: lock.clone()
@@ -407,29 +423,17 @@ async fn a_creating_row_behind_its_claim_is_written_only_if_the_claim_holds() {
 
     // A second request with the key while the first runs: its claim finds it in progress,
     // and its row is not written.
-    let second = charge(&credential, now_ms());
-    let other_lock = new_lock();
-    let claimed = claim_now(
-        &store,
-        &merchant.id,
-        "order-1",
-        second.reference.as_str(),
-        &other_lock,
-    );
-    let refused = store
-        .insert_creating_charge_then_sync(&second, Some(&held_by(&other_lock)))
-        .await;
-    assert!(
-        matches!(refused, Err(StoreError::KeyNotHeld)),
-        "{refused:?}"
-    );
-    assert_eq!(claimed.await.unwrap(), Claim::InProgress);
+    let (second, row, claim) =
+        place_behind_claim(&store, &merchant.id, &credential, &new_lock()).await;
+    assert!(matches!(row, Err(StoreError::KeyNotHeld)), "{row:?}");
+    assert_eq!(claim, Claim::InProgress);
 
     // The holder placing another reference than the one its key holds (a resumed key keeps
     // its first): not written either.
     let third = charge(&credential, now_ms());
+    let held = HeldKey::new(scope(&merchant.id, "order-1"), &lock, now_ms() + HOUR_MS);
     let refused = store
-        .insert_creating_charge_then_sync(&third, Some(&held_by(&lock)))
+        .insert_creating_charge_then_sync(&third, Some(&held))
         .await;
     assert!(
         matches!(refused, Err(StoreError::KeyNotHeld)),
@@ -454,16 +458,7 @@ async fn a_creating_row_behind_its_claim_is_written_only_if_the_claim_holds() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_claims_are_awaited_before_the_charge() {
     let (_db, store) = store_on(Backend::Postgres).await;
-    assert!(
-        store
-            .claim_idempotency_key_now(
-                scope("any", "order-1"),
-                "hash",
-                "ref",
-                &new_lock(),
-                HOUR_MS,
-                HOUR_MS
-            )
-            .is_none()
-    );
+    let lock = new_lock();
+    let claim = key_claim("any", "order-1", "ref", &lock, HOUR_MS);
+    assert!(store.claim_idempotency_key_now(claim).is_none());
 }
