@@ -352,8 +352,8 @@ pub async fn create(
         ProviderChoice::Random => None,
     };
     let mut heartbeat = None;
-    let (claim, placed) = match ahead {
-        Some(claim) => {
+    let (claimed, placed) = match ahead {
+        Some(pending) => {
             heartbeat = Some(app.store.hold_idempotency_key(scope, &lock, lock_ms));
             let placed = app
                 .charges
@@ -365,11 +365,11 @@ pub async fn create(
                     Some(&held),
                 )
                 .await;
-            (claim.await?, Some(placed))
+            (pending.await?, Some(placed))
         }
         None => (app.store.claim_idempotency_key(claim).await?, None),
     };
-    let (reference, resumed) = match claim {
+    let (reference, resumed) = match claimed {
         Claim::Fresh { reference, .. } => (reference, false),
         Claim::Resume { reference, .. } => (reference, true),
         Claim::Replay { status, body } => {

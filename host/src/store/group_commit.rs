@@ -781,10 +781,10 @@ impl Writer {
             Ok(()) => Ok(()),
             Err(unit) => self.queue(unit),
         };
-        let writer = self.clone();
+        let failed = self.failed.clone();
         async move {
             queued?;
-            answer.await.map_err(|_| writer.stopped())?
+            answer.await.map_err(|_| stopped(&failed))?
         }
     }
 
@@ -889,16 +889,16 @@ impl Writer {
     pub(super) fn stopped_by(&self) -> Option<String> {
         self.failed.lock().clone()
     }
+}
 
-    /// What a unit whose answer never came is told.
-    fn stopped(&self) -> StoreError {
-        commit_failed(
-            self.failed
-                .lock()
-                .clone()
-                .unwrap_or_else(|| "the group's transaction could not start".into()),
-        )
-    }
+/// What a unit whose answer never came is told, `failed` being the writer's.
+fn stopped(failed: &Mutex<Option<String>>) -> StoreError {
+    commit_failed(
+        failed
+            .lock()
+            .clone()
+            .unwrap_or_else(|| "the group's transaction could not start".into()),
+    )
 }
 
 #[cfg(test)]

@@ -58,27 +58,20 @@ pub enum Claim {
 impl Store {
     /// Claims a key for a request.
     pub async fn claim_idempotency_key(&self, claim: KeyClaim<'_>) -> Result<Claim, StoreError> {
-        let KeyClaim {
-            scope,
-            request_hash,
-            lock_ms,
-            ttl_ms,
-            ..
-        } = claim;
         if self.backend == super::Backend::Postgres {
             // Usually a key nobody holds: inserted with the claims that wait beside it
             // ([`NewKeys`]). Any other outcome (taken, replayed, expired) is read alone below.
             let now = now_ms();
             let (lock, reference) = (claim.lock.to_owned(), claim.reference.to_owned());
             let new = NewKey {
-                merchant_id: scope.merchant_id.to_owned(),
-                environment: scope.environment,
-                key: scope.key.to_owned(),
-                request_hash: request_hash.to_owned(),
+                merchant_id: claim.scope.merchant_id.to_owned(),
+                environment: claim.scope.environment,
+                key: claim.scope.key.to_owned(),
+                request_hash: claim.request_hash.to_owned(),
                 reference: reference.clone(),
-                locked_until: now + lock_ms,
+                locked_until: now + claim.lock_ms,
                 created_at: now,
-                expires_at: now + ttl_ms,
+                expires_at: now + claim.ttl_ms,
                 lock: lock.clone(),
             };
             if self.claims.write((), new).await == Some(true) {
@@ -336,7 +329,6 @@ impl Drop for LockHeartbeat {
     }
 }
 
-/// [`Store::claim_idempotency_key`] on the writer's connection.
 /// A new request's lock on the key it claims.
 pub fn new_lock() -> String {
     uuid::Uuid::new_v4().simple().to_string()
@@ -374,6 +366,7 @@ fn claim_unit(claim: KeyClaim<'_>) -> impl super::WriteUnit<Claim> + use<> {
     }
 }
 
+/// [`Store::claim_idempotency_key`] on the writer's connection.
 async fn claim_on(
     conn: &mut sqlx::AnyConnection,
     claim: KeyClaim<'_>,
