@@ -458,68 +458,77 @@ impl Store {
         );
         // The endpoint's columns in the PostgreSQL claim's rows, beside the delivery's.
         const ENDPOINT: &str = "w_";
-        const CLAIMED: &str = "d.id, d.event_id, d.endpoint_id, d.status, d.attempts, \
-             d.next_attempt_at, d.last_status, d.last_error, d.created_at, d.delivered_at, e.payload";
-        let rows = match self.backend {
-            // One statement that gives the rows it leased with their events and endpoints:
-            // its own transaction, and two round trips fewer on the way of every attempt in
-            // flight (each holds its endpoint's place from this claim to its record).
-            super::Backend::Postgres => {
-                let claim = format!(
-                    "WITH d AS ({claim} RETURNING *) \
-                     SELECT {CLAIMED}, {} FROM d JOIN events e ON e.id = d.event_id \
-                     JOIN webhook_endpoints w ON w.id = d.endpoint_id",
-                    super::webhook_endpoints::columns_as("w", ENDPOINT)
-                );
-                self.write_autocommit(Durability::Deferred, move |conn| {
-                    Box::pin(async move {
-                        Ok(bind_claim(sqlx::query(&claim), now, &owner, limits)
-                            .fetch_all(&mut *conn)
-                            .await?)
-                    })
-                })
-                .await?
-            }
-            // SQLite has no `UPDATE` in `WITH`: the claim, then its rows read on the read
-            // connections (run in this task, no hop to a connection's thread); the claim is
-            // committed, so a new read sees it.
-            super::Backend::Sqlite => {
-                self.write_autocommit(Durability::Deferred, move |conn| {
-                    Box::pin(async move {
-                        bind_claim(sqlx::query(&claim), now, &owner, limits)
-                            .execute(&mut *conn)
-                            .await?;
-                        Ok(())
-                    })
-                })
-                .await?;
-                sqlx::query(&format!(
-                    "SELECT {CLAIMED} FROM webhook_deliveries d JOIN events e ON e.id = d.event_id \
-                     WHERE d.lease_owner = $1 AND d.status = 'pending'"
-                ))
-                .bind(&lease.0)
-                .fetch_all(self.reads())
-                .await?
-            }
+        // One statement that gives the rows it leased with their events' payloads: no read
+        // after it, so two round trips fewer on PostgreSQL on the way of every attempt in
+        // flight (each holds its endpoint's place from this claim to its record), and on
+        // SQLite no read transaction, whose first read after a commit dropped the read
+        // connection's page cache and re-read pages from the WAL (the rows were read back by
+        // their owner, which cost every lease an entry in an index of owners, too).
+        let claim = match self.backend {
+            // With the endpoints' columns.
+            super::Backend::Postgres => format!(
+                "WITH d AS ({claim} RETURNING *) \
+                 SELECT d.id, d.event_id, d.endpoint_id, d.status, d.attempts, \
+                   d.next_attempt_at, d.last_status, d.last_error, d.created_at, \
+                   d.delivered_at, e.payload, {} \
+                 FROM d JOIN events e ON e.id = d.event_id \
+                 JOIN webhook_endpoints w ON w.id = d.endpoint_id",
+                super::webhook_endpoints::columns_as("w", ENDPOINT)
+            ),
+            // SQLite has no `UPDATE` in `WITH`, but its `RETURNING` takes a subquery.
+            super::Backend::Sqlite => format!(
+                "{claim} RETURNING id, event_id, endpoint_id, status, attempts, \
+                 next_attempt_at, last_status, last_error, created_at, delivered_at, \
+                 (SELECT e.payload FROM events e WHERE e.id = webhook_deliveries.event_id) \
+                 AS payload"
+            ),
         };
+        // On SQLite the rows' endpoints are read in the claim's transaction, on the writer's
+        // connection (whose pages are fresh), one read per endpoint: a busy endpoint has many
+        // rows in a claim.
+        let endpoint_by_id = (self.backend == super::Backend::Sqlite).then(|| {
+            format!(
+                "SELECT {} FROM webhook_endpoints w WHERE w.id = $1",
+                super::webhook_endpoints::columns_as("w", ENDPOINT)
+            )
+        });
+        let (rows, mut endpoints) = self
+            .write_autocommit(Durability::Deferred, move |conn| {
+                Box::pin(async move {
+                    let rows = bind_claim(sqlx::query(&claim), now, &owner, limits)
+                        .fetch_all(&mut *conn)
+                        .await?;
+                    let mut endpoints = std::collections::HashMap::new();
+                    if let Some(by_id) = &endpoint_by_id {
+                        for row in &rows {
+                            let id: String = row.col("endpoint_id")?;
+                            if endpoints.contains_key(&id) {
+                                continue;
+                            }
+                            let endpoint = sqlx::query(by_id)
+                                .bind(&id)
+                                .fetch_optional(&mut *conn)
+                                .await?
+                                .map(|r| super::webhook_endpoints::endpoint_of(&r, ENDPOINT))
+                                .transpose()?;
+                            endpoints.insert(id, endpoint);
+                        }
+                    }
+                    Ok((rows, endpoints))
+                })
+            })
+            .await?;
         let mut due = Vec::with_capacity(rows.len());
-        // One read per endpoint, not per row: a busy endpoint has many rows in a claim. On
-        // PostgreSQL the claim read them.
-        let mut endpoints = std::collections::HashMap::new();
         for row in &rows {
             let delivery = delivery_of(row)?;
+            // On PostgreSQL the claim's rows hold their endpoints.
             if !endpoints.contains_key(&delivery.endpoint_id) {
-                let endpoint = match self.backend {
-                    super::Backend::Postgres => {
-                        Some(super::webhook_endpoints::endpoint_of(row, ENDPOINT)?)
-                    }
-                    super::Backend::Sqlite => {
-                        self.webhook_endpoint_by_id(&delivery.endpoint_id).await?
-                    }
-                };
-                endpoints.insert(delivery.endpoint_id.clone(), endpoint);
+                let endpoint = super::webhook_endpoints::endpoint_of(row, ENDPOINT)?;
+                endpoints.insert(delivery.endpoint_id.clone(), Some(endpoint));
             }
-            // Disabled or deleted since the claim (deleting disables): its row is canceled.
+            // The claim took rows of enabled endpoints only, in the read's transaction (or
+            // statement): a guard, should that ever change (deleting disables; the row is
+            // canceled).
             let Some(endpoint) = endpoints[&delivery.endpoint_id]
                 .as_ref()
                 .filter(|e| e.status == "enabled")

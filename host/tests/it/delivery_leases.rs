@@ -3,8 +3,9 @@
 //! disabled or deleted endpoint, recording an attempt never revives a canceled delivery,
 //! leases are fenced by their claim (a worker that lost its lease writes nothing), a lease
 //! that runs out frees the row, a slow endpoint holds only a few rows at once, attempts that
-//! wait on PostgreSQL are recorded together each as it would be alone, and the adapters'
-//! durable cache stays within its bound per credential.
+//! wait on PostgreSQL are recorded together each as it would be alone, a claim hands each row
+//! over with its event and endpoint, and the adapters' durable cache stays within its bound
+//! per credential.
 
 use crate::both_backends;
 use crate::common;
@@ -89,14 +90,25 @@ impl<'a> Hook<'a> {
 /// An event of `merchant_id` and one due delivery of it to each of `endpoints`; returns the
 /// delivery ids in the same order.
 async fn event_to(store: &Store, merchant_id: &str, endpoints: &[&str]) -> Vec<String> {
+    event_with("{}", store, merchant_id, endpoints).await
+}
+
+/// [`event_to`] with `payload` as the event's.
+async fn event_with(
+    payload: &str,
+    store: &Store,
+    merchant_id: &str,
+    endpoints: &[&str],
+) -> Vec<String> {
     let event = format!("evt_{}", uuid::Uuid::now_v7().simple());
     let now = now_ms();
     sqlx::query(
         "INSERT INTO events (id, merchant_id, environment, type, charge_id, payload, created_at) \
-         VALUES ($1, $2, 'test', 'charge.paid', NULL, '{}', $3)",
+         VALUES ($1, $2, 'test', 'charge.paid', NULL, $3, $4)",
     )
     .bind(&event)
     .bind(merchant_id)
+    .bind(payload)
     .bind(now)
     .execute(store.pool())
     .await
@@ -252,6 +264,89 @@ async fn a_merchant_disabling_an_endpoint_cancels_and_holds_its_deliveries(backe
     assert_eq!(status_of(&store, &ids[0]).await, ("canceled".into(), 1));
 }
 both_backends!(a_merchant_disabling_an_endpoint_cancels_and_holds_its_deliveries);
+
+/// A claim hands each row over with what its attempt sends: the event's payload, and the
+/// endpoint to send it to, read with the claim (one statement on PostgreSQL, the claim's
+/// transaction on SQLite).
+async fn a_claim_hands_over_each_row_with_its_event_and_endpoint(backend: Backend) {
+    let (_db, store) = store_on(backend).await;
+    let (shop, bakery) = (
+        new_merchant(&store, "Loja").await,
+        new_merchant(&store, "Padaria").await,
+    );
+    let mut hooks = Vec::new();
+    for (merchant, url) in [
+        (&shop.id, "https://loja.example/a"),
+        (&shop.id, "https://loja.example/b"),
+        (&bakery.id, "https://padaria.example/pix"),
+    ] {
+        let hook = endpoint(&store, merchant, "enabled", false).await;
+        sqlx::query("UPDATE webhook_endpoints SET url = $1 WHERE id = $2")
+            .bind(url)
+            .bind(&hook)
+            .execute(store.pool())
+            .await
+            .unwrap();
+        hooks.push((hook, url));
+    }
+    let shop_paid = event_with(
+        r#"{"type":"charge.paid","n":1}"#,
+        &store,
+        &shop.id,
+        &[&hooks[0].0, &hooks[1].0],
+    )
+    .await;
+    let bakery_paid = event_with(
+        r#"{"type":"charge.paid","n":2}"#,
+        &store,
+        &bakery.id,
+        &[&hooks[2].0],
+    )
+    .await;
+    let shop_again = event_with(
+        r#"{"type":"charge.paid","n":3}"#,
+        &store,
+        &shop.id,
+        &[&hooks[0].0],
+    )
+    .await;
+
+    let mut claimed: Vec<(String, String, String, String, String, i64)> = claim_now(&store)
+        .await
+        .into_iter()
+        .map(|d| {
+            (
+                d.delivery.id,
+                d.delivery.endpoint_id,
+                d.endpoint.id,
+                d.endpoint.url,
+                d.payload,
+                d.delivery.attempts,
+            )
+        })
+        .collect();
+    claimed.sort();
+    let row = |delivery: &str, hook: usize, n: u8| {
+        (
+            delivery.to_owned(),
+            hooks[hook].0.clone(),
+            hooks[hook].0.clone(),
+            hooks[hook].1.to_owned(),
+            format!(r#"{{"type":"charge.paid","n":{n}}}"#),
+            0,
+        )
+    };
+    let mut expected = vec![
+        row(&shop_paid[0], 0, 1),
+        row(&shop_paid[1], 1, 1),
+        row(&bakery_paid[0], 2, 2),
+        row(&shop_again[0], 0, 3),
+    ];
+    expected.sort();
+    assert_eq!(claimed, expected);
+    assert!(claim_now(&store).await.is_empty(), "every row is leased");
+}
+both_backends!(a_claim_hands_over_each_row_with_its_event_and_endpoint);
 
 async fn leases_are_fenced_and_run_out(backend: Backend) {
     let (_db, store) = store_on(backend).await;

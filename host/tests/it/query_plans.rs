@@ -106,12 +106,12 @@ async fn lookups_use_their_indexes(backend: Backend) {
              AND y.status = 'pending' AND y.next_attempt_at <= 5 AND y.lease_until < 5 \
              ORDER BY y.next_attempt_at, y.id LIMIT 16",
         ),
-        // ...and the rows the claim leased, read back by their owner.
+        // ...and its deliveries in flight, counted against its places.
         (
             "webhook_deliveries",
-            "webhook_deliveries_lease_owner",
-            "SELECT d.id FROM webhook_deliveries d WHERE d.lease_owner = 'gw:1' \
-             AND d.status = 'pending'",
+            "webhook_deliveries_in_flight",
+            "SELECT COUNT(*) FROM webhook_deliveries z WHERE z.endpoint_id = 'we_1' \
+             AND z.status = 'pending' AND z.lease_until >= 5",
         ),
     ];
     for (table, index, query) in cases {
