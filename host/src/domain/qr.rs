@@ -47,27 +47,41 @@ fn inverts(mask: MaskPattern, x: usize, y: usize) -> bool {
     }
 }
 
-/// For each mask (by its number) and each row modulo [`MASK_PERIOD`], the modules it inverts
-/// as a [`BitRows`] row [`BIT_ROWS_MAX`] modules wide.
-fn mask_rows() -> &'static [[u128; MASK_PERIOD]; 8] {
-    static ROWS: std::sync::OnceLock<[[u128; MASK_PERIOD]; 8]> = std::sync::OnceLock::new();
-    ROWS.get_or_init(|| {
-        MASKS.map(|mask| {
-            std::array::from_fn(|y| {
-                (0..BIT_ROWS_MAX)
-                    .filter(|&x| inverts(mask, x, y))
-                    .fold(0, |row, x| row | 1 << (x + QUIET_ZONE))
-            })
-        })
+/// For each mask (by its number) and each line modulo [`MASK_PERIOD`], the modules it inverts
+/// as a [`BitRows`] line [`BIT_ROWS_MAX`] modules long: in its rows, and in its columns (every
+/// rule repeats across every 6 columns too).
+struct MaskLines {
+    rows: [[u128; MASK_PERIOD]; 8],
+    columns: [[u128; MASK_PERIOD]; 8],
+}
+
+fn mask_lines() -> &'static MaskLines {
+    static LINES: std::sync::OnceLock<MaskLines> = std::sync::OnceLock::new();
+    LINES.get_or_init(|| {
+        let line = |inverted: &dyn Fn(usize) -> bool| {
+            (0..BIT_ROWS_MAX)
+                .filter(|&i| inverted(i))
+                .fold(0, |line, i| line | 1 << (i + QUIET_ZONE))
+        };
+        MaskLines {
+            rows: MASKS.map(|mask| std::array::from_fn(|y| line(&|x| inverts(mask, x, y)))),
+            columns: MASKS.map(|mask| std::array::from_fn(|x| line(&|y| inverts(mask, x, y)))),
+        }
     })
 }
 
 /// A version's canvas at level M with its function patterns drawn, and which of its modules a
-/// mask inverts (those the patterns left empty) as [`BitRows`] rows where it is at most
+/// mask inverts (those the patterns left empty) as [`BitRows`] lines where it is at most
 /// [`BIT_ROWS_MAX`] wide: the same for every code of the version, so made once.
 struct Template {
     canvas: Canvas,
-    maskable: Option<Vec<u128>>,
+    maskable: Option<Maskable>,
+}
+
+/// The modules a mask inverts, as rows and as columns.
+struct Maskable {
+    rows: Vec<u128>,
+    columns: Vec<u128>,
 }
 
 impl Template {
@@ -76,14 +90,18 @@ impl Template {
         canvas.draw_all_functional_patterns();
         let w = version.width() as usize;
         let maskable = (w <= BIT_ROWS_MAX).then(|| {
-            (0..w)
+            let rows: Vec<u128> = (0..w)
                 .map(|y| {
                     (0..w)
                         // At most 120 modules wide here: the coordinates fit an i16.
                         .filter(|&x| matches!(canvas.get(x as i16, y as i16), Module::Empty))
                         .fold(0, |row, x| row | 1 << (x + QUIET_ZONE))
                 })
-                .collect()
+                .collect();
+            Maskable {
+                columns: transposed(&rows),
+                rows,
+            }
         });
         Template { canvas, maskable }
     }
@@ -195,7 +213,7 @@ impl Symbol {
         // `cargo bench -p pixgw --bench qr`). Every Pix code fits [`Unmasked`]'s bit rows;
         // wider symbols go the canvas's way.
         let width = version.width() as usize;
-        let symbol = match template.maskable.as_deref() {
+        let symbol = match template.maskable.as_ref() {
             Some(maskable) => {
                 let unmasked = Unmasked::of(canvas, maskable);
                 let (mask, rows) = MASKS
@@ -354,20 +372,6 @@ impl BitRows {
 }
 
 impl BitRows {
-    /// Rows only: the columns are the rows transposed.
-    fn from_rows(width: usize, rows: Vec<u128>) -> BitRows {
-        // Row y at index y + QUIET_ZONE, so that column x comes out at index x + QUIET_ZONE
-        // with row y at bit y + QUIET_ZONE.
-        let mut matrix = [0u128; 128];
-        matrix[QUIET_ZONE..QUIET_ZONE + width].copy_from_slice(&rows);
-        transpose(&mut matrix);
-        BitRows {
-            width,
-            rows,
-            columns: matrix[QUIET_ZONE..QUIET_ZONE + width].to_vec(),
-        }
-    }
-
     fn into_symbol(self, mask: MaskPattern) -> Symbol {
         let w = self.width;
         let mut dark = Vec::with_capacity(w * w);
@@ -380,6 +384,18 @@ impl BitRows {
             mask,
         }
     }
+}
+
+/// The columns of a symbol whose rows are `rows` (module `i` of a line at bit `i + 4`, as
+/// [`BitRows`] holds lines).
+fn transposed(rows: &[u128]) -> Vec<u128> {
+    let width = rows.len();
+    // Row y at index y + QUIET_ZONE, so that column x comes out at index x + QUIET_ZONE with
+    // row y at bit y + QUIET_ZONE.
+    let mut matrix = [0u128; 128];
+    matrix[QUIET_ZONE..QUIET_ZONE + width].copy_from_slice(rows);
+    transpose(&mut matrix);
+    matrix[QUIET_ZONE..QUIET_ZONE + width].to_vec()
 }
 
 /// Transposes a 128 × 128 bit matrix in place (bit c of row r goes to bit r of row c): seven
@@ -400,22 +416,24 @@ fn transpose(matrix: &mut [u128; 128]) {
     }
 }
 
-/// A drawn symbol before masking, as [`BitRows`] rows: its colours, and which modules a mask
+/// A drawn symbol before masking, as [`BitRows`] lines: its colours, and which modules a mask
 /// inverts (data and error correction; not the function patterns). Masking is then one XOR a
-/// row, and the format information (which names the mask) fifteen bits set twice.
+/// row and one a column, and the format information (which names the mask) fifteen bits set
+/// twice in each: the symbol is transposed once, not once per mask.
 struct Unmasked {
     width: usize,
-    dark: Vec<u128>,
-    maskable: &'static [u128],
+    rows: Vec<u128>,
+    columns: Vec<u128>,
+    maskable: &'static Maskable,
 }
 
 impl Unmasked {
-    /// `canvas` drawn on its version's [`Template`], whose `maskable` rows are given (at most
+    /// `canvas` drawn on its version's [`Template`], whose `maskable` lines are given (at most
     /// [`BIT_ROWS_MAX`] wide). The data modules were empty on the template, so they are the
     /// maskable ones (and `Empty` modules left, remainder bits, are masked as light data).
-    fn of(canvas: Canvas, maskable: &'static [u128]) -> Unmasked {
-        let w = maskable.len();
-        let dark = canvas
+    fn of(canvas: Canvas, maskable: &'static Maskable) -> Unmasked {
+        let w = maskable.rows.len();
+        let rows: Vec<u128> = canvas
             .into_colors()
             .chunks_exact(w)
             .map(|row| {
@@ -428,7 +446,8 @@ impl Unmasked {
             .collect();
         Unmasked {
             width: w,
-            dark,
+            columns: transposed(&rows),
+            rows,
             maskable,
         }
     }
@@ -437,10 +456,18 @@ impl Unmasked {
     /// `Canvas::apply_mask`) draws it.
     fn masked(&self, mask: MaskPattern) -> BitRows {
         let w = self.width;
-        let inverted = &mask_rows()[mask as usize];
-        let mut rows: Vec<u128> = (0..w)
-            .map(|y| self.dark[y] ^ (inverted[y % MASK_PERIOD] & self.maskable[y]))
-            .collect();
+        let lines = mask_lines();
+        let masked = |dark: &[u128], inverted: &[u128; MASK_PERIOD], maskable: &[u128]| {
+            (0..w)
+                .map(|i| dark[i] ^ (inverted[i % MASK_PERIOD] & maskable[i]))
+                .collect::<Vec<u128>>()
+        };
+        let mut rows = masked(&self.rows, &lines.rows[mask as usize], &self.maskable.rows);
+        let mut columns = masked(
+            &self.columns,
+            &lines.columns[mask as usize],
+            &self.maskable.columns,
+        );
         // The format modules are function modules, drawn light before masking: set the dark
         // ones. Bit 14 (the most significant) goes first in both copies.
         let format = format_information(mask);
@@ -454,11 +481,17 @@ impl Unmasked {
         for copy in [FORMAT_MAIN, FORMAT_SIDE] {
             for (i, &(x, y)) in copy.iter().enumerate() {
                 if format >> (14 - i) & 1 == 1 {
-                    rows[wrap(y)] |= 1 << (wrap(x) + QUIET_ZONE);
+                    let (x, y) = (wrap(x), wrap(y));
+                    rows[y] |= 1 << (x + QUIET_ZONE);
+                    columns[x] |= 1 << (y + QUIET_ZONE);
                 }
             }
         }
-        BitRows::from_rows(w, rows)
+        BitRows {
+            width: w,
+            rows,
+            columns,
+        }
     }
 }
 
@@ -802,7 +835,7 @@ mod tests {
             let mut canvas = Canvas::new(version, EcLevel::M);
             canvas.draw_all_functional_patterns();
             canvas.draw_data(&data, &ec);
-            let maskable = Template::of(version).unwrap().maskable.as_deref().unwrap();
+            let maskable = Template::of(version).unwrap().maskable.as_ref().unwrap();
             let unmasked = Unmasked::of(canvas.clone(), maskable);
             for mask in MASKS {
                 let mut masked = canvas.clone();
