@@ -289,27 +289,28 @@ async fn a_claim_hands_over_each_row_with_its_event_and_endpoint(backend: Backen
             .unwrap();
         hooks.push((hook, url));
     }
-    let shop_paid = event_with(
-        r#"{"type":"charge.paid","n":1}"#,
-        &store,
-        &shop.id,
-        &[&hooks[0].0, &hooks[1].0],
-    )
-    .await;
-    let bakery_paid = event_with(
-        r#"{"type":"charge.paid","n":2}"#,
-        &store,
-        &bakery.id,
-        &[&hooks[2].0],
-    )
-    .await;
-    let shop_again = event_with(
-        r#"{"type":"charge.paid","n":3}"#,
-        &store,
-        &shop.id,
-        &[&hooks[0].0],
-    )
-    .await;
+    // Three events, each to some of the endpoints; `n` tells their payloads apart.
+    let mut expected = Vec::new();
+    for (n, merchant, to) in [
+        (1, &shop.id, &[0, 1][..]),
+        (2, &bakery.id, &[2][..]),
+        (3, &shop.id, &[0][..]),
+    ] {
+        let payload = format!(r#"{{"type":"charge.paid","n":{n}}}"#);
+        let endpoints: Vec<&str> = to.iter().map(|&i| hooks[i].0.as_str()).collect();
+        let deliveries = event_with(&payload, &store, merchant, &endpoints).await;
+        for (delivery, &i) in deliveries.into_iter().zip(to) {
+            let (hook, url) = &hooks[i];
+            expected.push((
+                delivery,
+                hook.clone(),
+                hook.clone(),
+                url.to_string(),
+                payload.clone(),
+                0,
+            ));
+        }
+    }
 
     let mut claimed: Vec<(String, String, String, String, String, i64)> = claim_now(&store)
         .await
@@ -326,22 +327,6 @@ async fn a_claim_hands_over_each_row_with_its_event_and_endpoint(backend: Backen
         })
         .collect();
     claimed.sort();
-    let row = |delivery: &str, hook: usize, n: u8| {
-        (
-            delivery.to_owned(),
-            hooks[hook].0.clone(),
-            hooks[hook].0.clone(),
-            hooks[hook].1.to_owned(),
-            format!(r#"{{"type":"charge.paid","n":{n}}}"#),
-            0,
-        )
-    };
-    let mut expected = vec![
-        row(&shop_paid[0], 0, 1),
-        row(&shop_paid[1], 1, 1),
-        row(&bakery_paid[0], 2, 2),
-        row(&shop_again[0], 0, 3),
-    ];
     expected.sort();
     assert_eq!(claimed, expected);
     assert!(claim_now(&store).await.is_empty(), "every row is leased");
