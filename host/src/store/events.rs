@@ -456,7 +456,8 @@ impl Store {
                WHERE due.n + due.busy <= due.places ORDER BY due.next_attempt_at LIMIT $4) \
                AND status = 'pending' AND lease_until < $3"
         );
-        // The endpoint's columns in the PostgreSQL claim's rows, beside the delivery's.
+        // The prefix of the endpoints' columns as the claim reads them (on PostgreSQL in its rows,
+        // beside the delivery's).
         const ENDPOINT: &str = "w_";
         // One statement that gives the rows it leased with their events' payloads: no read
         // after it, so two round trips fewer on PostgreSQL on the way of every attempt in
