@@ -456,8 +456,7 @@ impl Store {
                WHERE due.n + due.busy <= due.places ORDER BY due.next_attempt_at LIMIT $4) \
                AND status = 'pending' AND lease_until < $3"
         );
-        // The prefix of the endpoints' columns as the claim reads them (on PostgreSQL in its rows,
-        // beside the delivery's).
+        // The endpoint's columns in the PostgreSQL claim's rows, beside the delivery's.
         const ENDPOINT: &str = "w_";
         // One statement that gives the rows it leased with their events' payloads: no read
         // after it, so two round trips fewer on PostgreSQL on the way of every attempt in
@@ -487,12 +486,7 @@ impl Store {
         // On SQLite the rows' endpoints are read in the claim's transaction, on the writer's
         // connection (whose pages are fresh), one read per endpoint: a busy endpoint has many
         // rows in a claim.
-        let endpoint_by_id = (self.backend == super::Backend::Sqlite).then(|| {
-            format!(
-                "SELECT {} FROM webhook_endpoints w WHERE w.id = $1",
-                super::webhook_endpoints::columns_as("w", ENDPOINT)
-            )
-        });
+        let sqlite = self.backend == super::Backend::Sqlite;
         let (rows, mut endpoints) = self
             .write_autocommit(Durability::Deferred, move |conn| {
                 Box::pin(async move {
@@ -500,19 +494,14 @@ impl Store {
                         .fetch_all(&mut *conn)
                         .await?;
                     let mut endpoints = std::collections::HashMap::new();
-                    if let Some(by_id) = &endpoint_by_id {
+                    if sqlite {
                         for row in &rows {
                             let id: String = row.col("endpoint_id")?;
-                            if endpoints.contains_key(&id) {
-                                continue;
+                            if !endpoints.contains_key(&id) {
+                                let endpoint =
+                                    super::webhook_endpoints::endpoint_by_id_on(conn, &id).await?;
+                                endpoints.insert(id, endpoint);
                             }
-                            let endpoint = sqlx::query(by_id)
-                                .bind(&id)
-                                .fetch_optional(&mut *conn)
-                                .await?
-                                .map(|r| super::webhook_endpoints::endpoint_of(&r, ENDPOINT))
-                                .transpose()?;
-                            endpoints.insert(id, endpoint);
                         }
                     }
                     Ok((rows, endpoints))
@@ -527,9 +516,8 @@ impl Store {
                 let endpoint = super::webhook_endpoints::endpoint_of(row, ENDPOINT)?;
                 endpoints.insert(delivery.endpoint_id.clone(), Some(endpoint));
             }
-            // The claim took rows of enabled endpoints only, in the read's transaction (or
-            // statement): a guard, should that ever change (deleting disables; the row is
-            // canceled).
+            // The claim took rows of enabled endpoints only and read them with it: a guard,
+            // should that ever change (deleting disables; the row is canceled).
             let Some(endpoint) = endpoints[&delivery.endpoint_id]
                 .as_ref()
                 .filter(|e| e.status == "enabled")

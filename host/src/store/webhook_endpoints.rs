@@ -193,12 +193,10 @@ impl Store {
         &self,
         id: &str,
     ) -> Result<Option<EndpointRecord>, StoreError> {
-        let row = sqlx::query(&format!(
-            "SELECT {COLUMNS} FROM webhook_endpoints WHERE id = $1"
-        ))
-        .bind(id)
-        .fetch_optional(self.reads())
-        .await?;
+        let row = sqlx::query(&select_by_id())
+            .bind(id)
+            .fetch_optional(self.reads())
+            .await?;
         row.as_ref().map(record_of).transpose()
     }
 
@@ -298,6 +296,24 @@ async fn cancel_pending(tx: &mut sqlx::AnyConnection, endpoint_id: &str) -> Resu
     .execute(&mut *tx)
     .await?;
     Ok(())
+}
+
+/// The read of [`Store::webhook_endpoint_by_id`].
+fn select_by_id() -> String {
+    format!("SELECT {COLUMNS} FROM webhook_endpoints WHERE id = $1")
+}
+
+/// [`Store::webhook_endpoint_by_id`] on `conn`: the webhook claim reads its rows' endpoints in
+/// its own transaction on SQLite.
+pub(super) async fn endpoint_by_id_on(
+    conn: &mut sqlx::AnyConnection,
+    id: &str,
+) -> Result<Option<EndpointRecord>, StoreError> {
+    let row = sqlx::query(&select_by_id())
+        .bind(id)
+        .fetch_optional(conn)
+        .await?;
+    row.as_ref().map(record_of).transpose()
 }
 
 fn record_of(r: &sqlx::any::AnyRow) -> Result<EndpointRecord, StoreError> {
