@@ -2,10 +2,10 @@
 //! each endpoint that should get one (and its PSP attempt with it), nothing is claimed for a
 //! disabled or deleted endpoint, recording an attempt never revives a canceled delivery,
 //! leases are fenced by their claim (a worker that lost its lease writes nothing), a lease
-//! that runs out frees the row, a slow endpoint holds only a few rows at once, attempts that
-//! wait on PostgreSQL are recorded together each as it would be alone, a claim hands each row
-//! over with its event and endpoint, and the adapters' durable cache stays within its bound
-//! per credential.
+//! that runs out frees the row and its place alone, a slow endpoint holds only a few rows at
+//! once, attempts that wait on PostgreSQL are recorded together each as it would be alone, a
+//! claim hands each row over with its event and endpoint, and the adapters' durable cache
+//! stays within its bound per credential.
 
 use crate::both_backends;
 use crate::common;
@@ -459,6 +459,45 @@ async fn a_failing_endpoint_holds_fewer_places_until_it_heals(backend: Backend) 
     assert_eq!(places(&claim_now(&store).await), (2, 0));
 }
 both_backends!(a_failing_endpoint_holds_fewer_places_until_it_heals);
+
+async fn a_lease_that_ran_out_gives_back_its_place_alone(backend: Backend) {
+    let (_db, store) = store_on(backend).await;
+    let merchant = new_merchant(&store, "Loja").await;
+    let hook = endpoint(&store, &merchant.id, "enabled", false).await;
+    let mut ids = Vec::new();
+    for _ in 0..8 {
+        ids.extend(event_to(&store, &merchant.id, &[&hook]).await);
+    }
+    // The first row on a short lease (its holder will die), the next three on long ones.
+    let short = ClaimLimits {
+        rows: 1,
+        ..limits(300)
+    };
+    let first = store.claim_due_deliveries(short).await.unwrap();
+    let rest = claim_now(&store).await;
+    let taken = |claimed: &[DueDelivery]| {
+        claimed
+            .iter()
+            .map(|d| d.delivery.id.clone())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(taken(&first), ids[..1]);
+    assert_eq!(taken(&rest), ids[1..4]);
+    // Once the first lease ran out, its row is taken again, and only it: the three others
+    // still hold their places (the endpoint has four).
+    let again = poll(
+        Duration::from_secs(10),
+        "the short lease to run out",
+        async || {
+            let claimed = claim_now(&store).await;
+            (!claimed.is_empty()).then_some(claimed)
+        },
+    )
+    .await;
+    assert_eq!(taken(&again), ids[..1]);
+    assert!(claim_now(&store).await.is_empty());
+}
+both_backends!(a_lease_that_ran_out_gives_back_its_place_alone);
 
 async fn the_durable_adapter_cache_is_bounded_per_credential(backend: Backend) {
     use pixgw::runtime::cache::{DurableCache, MAX_ENTRIES_PER_SCOPE};
