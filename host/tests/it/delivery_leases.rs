@@ -155,6 +155,16 @@ async fn claim_now(store: &Store) -> Vec<DueDelivery> {
     store.claim_due_deliveries(limits(60_000)).await.unwrap()
 }
 
+/// The first claim that takes anything, made again until a lease runs out (a few seconds at
+/// most).
+async fn claim_once_a_lease_ran_out(store: &Store) -> Vec<DueDelivery> {
+    poll(Duration::from_secs(10), "a lease to run out", async || {
+        let claimed = claim_now(store).await;
+        (!claimed.is_empty()).then_some(claimed)
+    })
+    .await
+}
+
 /// How many of `claimed` go to `endpoint`.
 fn count_to(claimed: &[DueDelivery], endpoint: &str) -> usize {
     claimed
@@ -350,15 +360,7 @@ async fn leases_are_fenced_and_run_out(backend: Backend) {
         "a leased row is not claimed twice"
     );
     // The holder dies: once its lease ran out, another worker takes the row.
-    let second = poll(
-        Duration::from_secs(10),
-        "the lease to run out",
-        async || {
-            let claimed = claim_now(&store).await;
-            (!claimed.is_empty()).then_some(claimed)
-        },
-    )
-    .await;
+    let second = claim_once_a_lease_ran_out(&store).await;
     assert_eq!(second[0].delivery.id, ids[0]);
     assert_ne!(second[0].lease, first[0].lease);
     // The first holder, back from the dead, can neither renew nor record.
@@ -485,15 +487,7 @@ async fn a_lease_that_ran_out_gives_back_its_place_alone(backend: Backend) {
     assert_eq!(taken(&rest), ids[1..4]);
     // Once the first lease ran out, its row is taken again, and only it: the three others
     // still hold their places (the endpoint has four).
-    let again = poll(
-        Duration::from_secs(10),
-        "the short lease to run out",
-        async || {
-            let claimed = claim_now(&store).await;
-            (!claimed.is_empty()).then_some(claimed)
-        },
-    )
-    .await;
+    let again = claim_once_a_lease_ran_out(&store).await;
     assert_eq!(taken(&again), ids[..1]);
     assert!(claim_now(&store).await.is_empty());
 }
