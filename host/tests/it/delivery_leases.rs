@@ -470,10 +470,11 @@ async fn a_lease_that_ran_out_gives_back_its_place_alone(backend: Backend) {
     for _ in 0..8 {
         ids.extend(event_to(&store, &merchant.id, &[&hook]).await);
     }
-    // The first row on a short lease (its holder will die), the next three on long ones.
+    // The first row on a short lease (its holder will die), the next three on long ones. A
+    // second, so that it cannot run out between the two claims on a busy machine.
     let short = ClaimLimits {
         rows: 1,
-        ..limits(300)
+        ..limits(1_000)
     };
     let first = store.claim_due_deliveries(short).await.unwrap();
     let rest = claim_now(&store).await;
