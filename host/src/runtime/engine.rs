@@ -165,10 +165,14 @@ impl AdapterEngine {
         // Winch compiles the adapter's functions; the trampolines between them and the host are
         // still Cranelift's, compiled without optimizations: the code serves for moments. (Not
         // Cranelift's single-pass register allocator, which wasmtime does not support for
-        // security-sensitive use.)
+        // security-sensitive use.) Its instances come from a pool of their own, as Cranelift's
+        // do: made on demand, each call mapped its memories and its stack and unmapped them after,
+        // and every unmapping interrupts each core to flush its TLB, which halved a loaded
+        // gateway's charges a second for as long as a swap served Winch's code.
         baseline
             .strategy(Strategy::Winch)
-            .cranelift_opt_level(OptLevel::None);
+            .cranelift_opt_level(OptLevel::None)
+            .allocation_strategy(InstanceAllocationStrategy::Pooling(pool.clone()));
         let baseline = Compiler::new(&baseline)?;
         config
             .strategy(Strategy::Cranelift)
