@@ -27,7 +27,9 @@
 //! command fails otherwise), and the bytes the gateway (on PostgreSQL: the gateway and the
 //! server) had written to storage per charge during the run (`write_bytes` of `/proc/<pid>/io`:
 //! WAL frames, checkpoints and the database file's growth; the filesystem's own journal is
-//! not counted).
+//! not counted). Below the table, each run's tail: the p99 of each tenth of the run, the p99
+//! outside the swap's window, and around the swap the requests started and the slowest of
+//! them per 50 ms (how deep the swap's dip goes and how long its queue takes to drain).
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -507,8 +509,32 @@ fn tail(run: &Run) -> String {
             "; outside the swap's window p99 {} ms",
             p99(outside.collect())
         );
+        line += &format!("\n{}: {}", run.label, around_swap(run, from));
     }
     line
+}
+
+/// Requests started, and the slowest of them, in each 50 ms from 300 ms before the new file
+/// landed to 700 ms after: how deep the swap's dip is and how long the queue takes to drain.
+fn around_swap(run: &Run, landed: Duration) -> String {
+    const STEP: Duration = Duration::from_millis(50);
+    let first = landed.saturating_sub(STEP * 6);
+    let steps: Vec<String> = (0..20u32)
+        .map(|i| {
+            let (from, to) = (first + STEP * i, first + STEP * (i + 1));
+            let (count, slowest) = run
+                .samples
+                .iter()
+                .filter(|s| s.2 && s.0 >= from && s.0 < to)
+                .fold((0, Duration::ZERO), |(n, max), s| (n + 1, max.max(s.1)));
+            format!("{count}/{:.0}", slowest.as_secs_f64() * 1e3)
+        })
+        .collect();
+    format!(
+        "around the swap, requests started/slowest ms per 50 ms from 300 ms before the file \
+         landed: {}",
+        steps.join(" ")
+    )
 }
 
 /// A release demo stood up for a gateway run: the gateway to load and what a run reads of it.
@@ -947,16 +973,25 @@ async fn hot_swap(
     plan: SwapPlan,
     started: Instant,
 ) -> anyhow::Result<(Duration, Duration, Option<Duration>)> {
-    tokio::time::sleep(plan.after).await;
-    let mut bytes =
-        std::fs::read(&plan.file).with_context(|| format!("reading {}", plan.file.display()))?;
-    append_custom_section(&mut bytes, "pixgw-load", uuid_like().as_bytes());
-    let sha = hex(&sha2::Sha256::digest(&bytes));
-    let tmp = plan.file.with_extension("wasm.tmp");
-    std::fs::write(&tmp, &bytes)?;
-    std::fs::rename(&tmp, &plan.file)?;
+    // Everything but the rename is done before the swap is due, off the generator's one worker
+    // thread (a client's start reads root certificates; the file is read, hashed and written):
+    // blocking there would hold up every request in flight and show the tool's pause as the
+    // gateway's.
+    let file = plan.file.clone();
+    let (sha, tmp, client) = tokio::task::spawn_blocking(move || {
+        let mut bytes =
+            std::fs::read(&file).with_context(|| format!("reading {}", file.display()))?;
+        append_custom_section(&mut bytes, "pixgw-load", uuid_like().as_bytes());
+        let sha = hex(&sha2::Sha256::digest(&bytes));
+        let tmp = file.with_extension("wasm.tmp");
+        std::fs::write(&tmp, &bytes)?;
+        anyhow::Ok((sha, tmp, reqwest::Client::new()))
+    })
+    .await??;
+    tokio::time::sleep_until((started + plan.after).into()).await;
+    let file = plan.file.clone();
+    tokio::task::spawn_blocking(move || std::fs::rename(&tmp, &file)).await??;
     let landed = Instant::now();
-    let client = reqwest::Client::new();
     let id = plan
         .file
         .file_stem()
