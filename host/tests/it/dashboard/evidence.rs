@@ -132,18 +132,14 @@ async fn a_cashier_attaches_a_photo_and_the_place_after_payment() {
     browser.click("#evidence-submit").await;
 
     // Back on the paid screen, with the photo shown.
-    browser.find(".flash").await;
+    browser.find("#evidence-list [data-evidence] img").await;
+    assert!(browser.exists(".flash").await, "the upload is confirmed");
     assert_eq!(browser.path().await, format!("/dashboard/cashier/{id}"));
-    let thumb = browser.find("#evidence-list [data-evidence] img").await;
-    let loaded = browser
-        .client
-        .execute(
-            "return arguments[0].complete && arguments[0].naturalWidth;",
-            vec![serde_json::to_value(&thumb).unwrap()],
-        )
-        .await
-        .unwrap();
-    assert_eq!(loaded, json!(1200), "the stored photo loads on the page");
+    assert_eq!(
+        loaded_width(&browser, "#evidence-list [data-evidence] img").await,
+        1200,
+        "the stored photo loads on the page"
+    );
     scroll_to(&browser, "#evidence").await;
     browser.screenshots("evidence-cashier-attached").await;
 
@@ -182,6 +178,29 @@ async fn a_cashier_attaches_a_photo_and_the_place_after_payment() {
     scroll_to(&browser, "#evidence").await;
     browser.screenshots("evidence-charge-page").await;
     browser.close().await;
+}
+
+/// The natural width of the image found by `css` once it has loaded. The thumbnail is
+/// `loading="lazy"`, which does not hold the page's load event, so it can be found before it
+/// has arrived: it is scrolled into view and waited for (up to 10 s) rather than read at once.
+async fn loaded_width(browser: &Browser, css: &str) -> u64 {
+    scroll_to(browser, css).await;
+    let image = serde_json::to_value(browser.find(css).await).unwrap();
+    for _ in 0..100 {
+        let width = browser
+            .client
+            .execute(
+                "return arguments[0].complete ? arguments[0].naturalWidth : null;",
+                vec![image.clone()],
+            )
+            .await
+            .unwrap();
+        if let Some(width) = width.as_u64() {
+            return width;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    panic!("the image {css} did not load within 10 s");
 }
 
 /// Scrolls the element into view, for the screenshots.
