@@ -4,9 +4,9 @@
 //! cache keeps, and Winch's baseline code, compiled in one pass in less time (a quarter of
 //! Cranelift's with nothing cached), which a hot swap serves until Cranelift's is ready. Each tier is an engine with its own linker; both
 //! have epoch interruption driven by one ticker thread, and a linker with the `pixgw:psp` imports
-//! plus WASI reduced to nothing (no files, environment or sockets). The optimized engine
-//! allocates instances from a pool (pre-reserved slots, so a fresh store per call costs
-//! microseconds); the baseline one, used for moments, maps each instance's memory on demand.
+//! plus WASI reduced to nothing (no files, environment or sockets). Each engine allocates
+//! instances from a pool of its own (pre-reserved slots, so a fresh store per call costs
+//! microseconds).
 //! Compiled components are cached on disk by content hash, so a restart skips Cranelift, and
 //! compiled functions are cached one by one ([`FunctionCache`]), so a new version of an adapter
 //! recompiles only what changed; [`compile_cache`] keeps the directory within its budget.
