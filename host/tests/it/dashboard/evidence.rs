@@ -180,27 +180,24 @@ async fn a_cashier_attaches_a_photo_and_the_place_after_payment() {
     browser.close().await;
 }
 
-/// The natural width of the image found by `css` once it has loaded. The thumbnail is
-/// `loading="lazy"`, which does not hold the page's load event, so it can be found before it
-/// has arrived: it is scrolled into view and waited for (up to 10 s) rather than read at once.
+/// The natural width of the image found by `css` once it has loaded (0 if it failed to). The
+/// thumbnail is `loading="lazy"`, which does not hold the page's load event, so it can be found
+/// before it has arrived: it is scrolled into view and its `load` (or `error`) awaited.
 async fn loaded_width(browser: &Browser, css: &str) -> u64 {
     scroll_to(browser, css).await;
     let image = serde_json::to_value(browser.find(css).await).unwrap();
-    for _ in 0..100 {
-        let width = browser
-            .client
-            .execute(
-                "return arguments[0].complete ? arguments[0].naturalWidth : null;",
-                vec![image.clone()],
-            )
-            .await
-            .unwrap();
-        if let Some(width) = width.as_u64() {
-            return width;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-    }
-    panic!("the image {css} did not load within 10 s");
+    let width = browser
+        .client
+        .execute_async(
+            "const [img, done] = arguments; \
+             if (img.complete) { done(img.naturalWidth); } else { \
+               img.addEventListener('load', () => done(img.naturalWidth), {once: true}); \
+               img.addEventListener('error', () => done(0), {once: true}); }",
+            vec![image],
+        )
+        .await
+        .unwrap();
+    width.as_u64().unwrap()
 }
 
 /// Scrolls the element into view, for the screenshots.
