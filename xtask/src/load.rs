@@ -30,6 +30,8 @@
 //! not counted). Below the table, each run's tail: the p99 of each tenth of the run, the p99
 //! outside the swap's window, and around the swap the requests started and the slowest of
 //! them per 50 ms (how deep the swap's dip goes and how long its queue takes to drain).
+//! `PIXGW_LOAD_SAMPLES=<dir>` also writes each run's requests there, one CSV line each
+//! ([`write_samples`]).
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -903,6 +905,9 @@ async fn drive(label: String, target: Arc<Target>, s: &Settings, swap: Option<Sw
         }
     }
     let elapsed = started.elapsed();
+    if let Some(dir) = std::env::var_os("PIXGW_LOAD_SAMPLES") {
+        write_samples(std::path::Path::new(&dir), &label, started, &samples);
+    }
     let swap = match swap_task {
         None => None,
         Some(task) => {
@@ -947,6 +952,37 @@ async fn drive(label: String, target: Arc<Target>, s: &Settings, swap: Option<Sw
         swap,
         webhooks_per_s: None,
         written: None,
+    }
+}
+
+/// With `PIXGW_LOAD_SAMPLES=<dir>`, every request of a run as `<dir>/<label>.csv`: when it
+/// started (Unix ms, to line up with what else was recorded meanwhile: `perf`, `/proc`
+/// samples), its latency in ms and whether it succeeded. For finding where stalls happen.
+fn write_samples(
+    dir: &std::path::Path,
+    label: &str,
+    started: Instant,
+    samples: &[(Duration, Duration, bool)],
+) {
+    let since_epoch = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default()
+        .saturating_sub(started.elapsed());
+    let mut sorted: Vec<_> = samples.to_vec();
+    sorted.sort_by_key(|(at, _, _)| *at);
+    let mut csv = String::from("start_unix_ms,latency_ms,ok\n");
+    for (at, latency, ok) in sorted {
+        csv.push_str(&format!(
+            "{:.3},{:.3},{}\n",
+            (since_epoch + at).as_secs_f64() * 1e3,
+            latency.as_secs_f64() * 1e3,
+            u8::from(ok)
+        ));
+    }
+    let file = dir.join(format!("{}.csv", label.replace(' ', "-")));
+    match std::fs::create_dir_all(dir).and_then(|()| std::fs::write(&file, csv)) {
+        Ok(()) => eprintln!("xtask: samples of {label:?} in {}", file.display()),
+        Err(e) => eprintln!("xtask: cannot write {}: {e}", file.display()),
     }
 }
 

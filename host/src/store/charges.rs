@@ -995,8 +995,9 @@ fn moved_by(known: &ChargeRecord, to: ChargeState, update: &PspUpdate, now: i64)
 pub(super) type KnownMoveWrites = super::batching::Batcher<KnownMoves>;
 
 /// Statements moving known charges that one PostgreSQL gateway runs at once for one
-/// [`MoveShape`]: each is a durable commit its charges' callers wait for.
-pub const MOVE_STATEMENTS_AT_ONCE: usize = 4;
+/// [`MoveShape`]: each is a durable commit its charges' callers wait for. One, so that the
+/// moves that come meanwhile share the next (`store/batching.rs`, "One statement at a time").
+pub const MOVE_STATEMENTS_AT_ONCE: usize = 1;
 
 /// What rides with the moves of one statement, the same for all of them: the states they
 /// move from, and whether each records an attempt, reports an event and stores an answer.
@@ -1241,8 +1242,9 @@ fn known_moves_sql(shape: &MoveShape, n: usize) -> String {
 pub(super) type CreatingInserts = super::batching::Batcher<CreatingRows>;
 
 /// Statements inserting `creating` rows that one PostgreSQL gateway runs at once: each is a
-/// durable commit a charge waits for before its PSP hears of it.
-pub const CREATING_STATEMENTS_AT_ONCE: usize = 4;
+/// durable commit a charge waits for before its PSP hears of it. One (`store/batching.rs`,
+/// "One statement at a time").
+pub const CREATING_STATEMENTS_AT_ONCE: usize = 1;
 
 /// Charges' `creating` rows on PostgreSQL (charges of payment links aside), as many as wait
 /// in one `INSERT … VALUES (…), (…) ON CONFLICT (reference) DO NOTHING`: a statement and a

@@ -475,8 +475,9 @@ async fn claim_on(
 /// Claims of new keys on PostgreSQL, many in one statement; see [`NewKeys`].
 pub(super) type KeyClaims = super::batching::Batcher<NewKeys>;
 
-/// Statements claiming new keys that one PostgreSQL gateway runs at once.
-pub const CLAIM_STATEMENTS_AT_ONCE: usize = 4;
+/// Statements claiming new keys that one PostgreSQL gateway runs at once: one
+/// (`store/batching.rs`, "One statement at a time").
+pub const CLAIM_STATEMENTS_AT_ONCE: usize = 1;
 
 /// Claims of keys on PostgreSQL, as many as wait in one `INSERT … VALUES (…), (…) ON CONFLICT
 /// DO NOTHING RETURNING lock_owner`: a claim is a statement a charge with a key before. A key
