@@ -20,11 +20,11 @@
 //! second: 4,095 moves, 4,191 `creating` inserts, 4,621 attempt records and 5,745 key claims
 //! ran alone), so the server paid a statement's fixed costs (executor start and finish,
 //! commit, WAL flush: about half its time, per `perf`) once per charge for each. At one, a
-//! statement carries 3 to 7 writes, and the load ran 1,365–1,461 charges a second against 999–1,099 (same build,
-//! alternated), the server at 0.91–0.94 cores against 1.07–1.08, webhooks keeping up. The price:
-//! a write that comes while its key's statement runs waits for it (about a millisecond; a
-//! charge row is only ever locked by one short statement or transaction, never across a PSP
-//! call, so none waits behind a long one).
+//! statement carries 3 to 7 writes, and the load ran 1,365–1,461 charges a second against
+//! 999–1,099 (same build, alternated), the server at 0.91–0.94 cores against 1.07–1.08,
+//! webhooks keeping up. The price: a write that comes while its key's statement runs waits for
+//! it (about a millisecond; a charge row is only ever locked by one short statement or
+//! transaction, never across a PSP call, so none waits behind a long one).
 //!
 //! Statements never run in a request's task: a request that is dropped (its client went away)
 //! cannot leave its key waiting for a statement nobody runs, and a write whose request was
