@@ -114,6 +114,9 @@ pub struct Store {
     creating: charges::CreatingInserts,
     /// PostgreSQL: moves of charges their callers knew, written together (`charges`).
     moves: charges::KnownMoveWrites,
+    /// The connections those moves run on: on PostgreSQL their own, which plan each statement
+    /// once; elsewhere the pool itself.
+    moves_pool: AnyPool,
     /// PostgreSQL: idempotency keys claimed together (`idempotency`).
     claims: idempotency::KeyClaims,
 }
@@ -205,6 +208,26 @@ impl Store {
                         Ok(())
                     })
                 })
+                .connect_lazy_with(options.clone())
+        });
+        // The batched moves' statements (`KnownMoves`) differ from one run to the next only in
+        // their values, yet under PostgreSQL's default `plan_cache_mode = auto` each run was
+        // planned anew (a custom plan never cost more than the generic one): planning was a
+        // quarter of the moves' server time, and the generic plan runs them no slower (primary
+        // key probes from the `VALUES` list). Their own connections plan each statement once.
+        // Not for every statement: the webhook attempt records' generic plan ran them twice as
+        // slowly (round 40 in the README).
+        // One statement runs at a time per kind of move (`MOVE_STATEMENTS_AT_ONCE`): a few
+        // connections serve them all, opened as the kinds come.
+        let generic_plans = (backend == Backend::Postgres).then(|| {
+            pool_options(8)
+                .after_connect(|conn, _| {
+                    Box::pin(async move {
+                        conn.execute("SET plan_cache_mode = force_generic_plan")
+                            .await?;
+                        Ok(())
+                    })
+                })
                 .connect_lazy_with(options)
         });
         let (writer, reads) =
@@ -238,9 +261,11 @@ impl Store {
         });
         let attempts = events::AttemptRecorder::new(events::AttemptRecords { pool: pool.clone() });
         let creating = charges::CreatingInserts::new(charges::CreatingRows { pool: pool.clone() });
-        // Durable, on the main pool: on the deferred pool's four connections a statement of
-        // every charge held the load back (round 19, `cargo xtask load --compare`).
-        let moves = charges::KnownMoveWrites::new(charges::KnownMoves::new(pool.clone()));
+        // Durable, on connections of their own: on the deferred pool's four, shared with the
+        // counts and claims, a statement of every charge held the load back (round 19, `cargo
+        // xtask load --compare`).
+        let moves_pool = generic_plans.unwrap_or_else(|| pool.clone());
+        let moves = charges::KnownMoveWrites::new(charges::KnownMoves::new(moves_pool.clone()));
         let claims = idempotency::KeyClaims::new(idempotency::NewKeys {
             pool: deferred.clone().unwrap_or_else(|| pool.clone()),
         });
@@ -255,6 +280,7 @@ impl Store {
             attempts,
             creating,
             moves,
+            moves_pool,
             claims,
         })
     }
@@ -281,6 +307,12 @@ impl Store {
     /// worker (use [`Store::pool`]). On PostgreSQL and in-memory SQLite, the pool.
     pub fn reads(&self) -> &AnyPool {
         &self.reads
+    }
+
+    /// The connections charges' batched moves run on (durable commits; on PostgreSQL with
+    /// generic plans, see [`Store::connect`]).
+    pub fn moves_pool(&self) -> &AnyPool {
+        &self.moves_pool
     }
 
     /// Answers when the database does and takes writes: for `/readyz`. A writer stopped by a

@@ -2,8 +2,8 @@
 //! `synchronous_commit` (on: the WAL flushed before the answer), a deferred one with it off for
 //! its own transaction only (one simple query opens both), and the connection goes back to
 //! the pool as it came. A unit run without a transaction (`write_autocommit`) gets the same
-//! settings from its session. SQLite's levels are tested beside its writer
-//! (`store::group_commit`).
+//! settings from its session; charges' batched moves run on connections of their own. SQLite's
+//! levels are tested beside its writer (`store::group_commit`).
 
 use pixgw::store::{Durability, Store};
 
@@ -101,4 +101,32 @@ async fn a_deferred_write_skips_the_flush_for_its_own_transaction_only() {
         .await
         .unwrap();
     assert_eq!(v, 7);
+}
+
+/// Charges' batched moves commit durably (the server's `synchronous_commit`, on) on
+/// connections that plan each statement once (`force_generic_plan`: planned anew on every run,
+/// a move's statement spent a quarter of its time in the planner); every other write keeps
+/// PostgreSQL's default choice.
+#[tokio::test]
+async fn moves_commit_durably_and_plan_once() {
+    let db = TestDb::new(Backend::Postgres).await;
+    let store = Store::connect(&db.url).await.unwrap();
+    let settings = "SELECT current_setting('synchronous_commit') || ' ' || \
+                    current_setting('plan_cache_mode')";
+    // Held at once, so that each is a connection of its own.
+    let mut held = Vec::new();
+    for _ in 0..3 {
+        let mut conn = store.moves_pool().acquire().await.unwrap();
+        let seen: String = sqlx::query_scalar(settings)
+            .fetch_one(&mut *conn)
+            .await
+            .unwrap();
+        assert_eq!(seen, "on force_generic_plan");
+        held.push(conn);
+    }
+    let seen: String = sqlx::query_scalar(settings)
+        .fetch_one(store.pool())
+        .await
+        .unwrap();
+    assert_eq!(seen, "on auto");
 }
