@@ -213,10 +213,12 @@ impl Store {
         // The batched moves' statements (`KnownMoves`) differ from one run to the next only in
         // their values, yet under PostgreSQL's default `plan_cache_mode = auto` each run was
         // planned anew (a custom plan never cost more than the generic one): planning was a
-        // quarter of the moves' server time, and the generic plan runs them no slower (primary
-        // key probes from the `VALUES` list). Their own connections plan each statement once.
-        // Not for every statement: the webhook attempt records' generic plan ran them twice as
-        // slowly (round 40 in the README).
+        // quarter of the moves' server time, and the generic plan runs them no slower. Their own
+        // connections plan each statement once, from the statistics of that moment (the same
+        // choice of the charges' index a custom plan would make then). Not for every statement:
+        // the webhook attempt records' generic plan ran them twice as slowly (round 40 in the
+        // README).
+        //
         // One statement runs at a time per kind of move (`MOVE_STATEMENTS_AT_ONCE`): a few
         // connections serve them all, opened as the kinds come.
         let generic_plans = (backend == Backend::Postgres).then(|| {
