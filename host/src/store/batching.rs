@@ -135,6 +135,11 @@ impl<B: Batch> Batcher<B> {
         }
     }
 
+    /// What it writes with.
+    pub(super) fn batch(&self) -> &B {
+        &self.shared.batch
+    }
+
     /// Writes `write` of `key` with the writes that wait beside it. `None`: not written; the
     /// caller writes it alone.
     pub(super) async fn write(&self, key: B::Key, write: B::Write) -> Option<B::Outcome> {

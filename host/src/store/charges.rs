@@ -1044,6 +1044,11 @@ impl KnownMoves {
         }
     }
 
+    /// The connections the moves run on.
+    pub(super) fn pool(&self) -> &sqlx::AnyPool {
+        &self.pool
+    }
+
     fn text(&self, shape: &MoveShape, n: usize) -> std::sync::Arc<str> {
         let mut texts = self.texts.lock();
         texts

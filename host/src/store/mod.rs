@@ -114,9 +114,6 @@ pub struct Store {
     creating: charges::CreatingInserts,
     /// PostgreSQL: moves of charges their callers knew, written together (`charges`).
     moves: charges::KnownMoveWrites,
-    /// The connections those moves run on: on PostgreSQL their own, which plan each statement
-    /// once; elsewhere the pool itself.
-    moves_pool: AnyPool,
     /// PostgreSQL: idempotency keys claimed together (`idempotency`).
     claims: idempotency::KeyClaims,
 }
@@ -266,8 +263,9 @@ impl Store {
         // Durable, on connections of their own: on the deferred pool's four, shared with the
         // counts and claims, a statement of every charge held the load back (round 19, `cargo
         // xtask load --compare`).
-        let moves_pool = generic_plans.unwrap_or_else(|| pool.clone());
-        let moves = charges::KnownMoveWrites::new(charges::KnownMoves::new(moves_pool.clone()));
+        let moves = charges::KnownMoveWrites::new(charges::KnownMoves::new(
+            generic_plans.unwrap_or_else(|| pool.clone()),
+        ));
         let claims = idempotency::KeyClaims::new(idempotency::NewKeys {
             pool: deferred.clone().unwrap_or_else(|| pool.clone()),
         });
@@ -282,7 +280,6 @@ impl Store {
             attempts,
             creating,
             moves,
-            moves_pool,
             claims,
         })
     }
@@ -311,10 +308,10 @@ impl Store {
         &self.reads
     }
 
-    /// The connections charges' batched moves run on (durable commits; on PostgreSQL with
-    /// generic plans, see [`Store::connect`]).
+    /// The connections charges' batched moves run on (durable commits): on PostgreSQL their
+    /// own, with generic plans (see [`Store::connect`]); elsewhere the pool itself.
     pub fn moves_pool(&self) -> &AnyPool {
-        &self.moves_pool
+        self.moves.batch().pool()
     }
 
     /// Answers when the database does and takes writes: for `/readyz`. A writer stopped by a
