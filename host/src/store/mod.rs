@@ -209,7 +209,7 @@ impl Store {
         });
         // The batched moves' statements (`KnownMoves`) differ from one run to the next only in
         // their values, yet under PostgreSQL's default `plan_cache_mode = auto` each run was
-        // planned anew (a custom plan never cost more than the generic one): planning was a
+        // planned anew (the planner always estimated a custom plan cheaper): planning was a
         // quarter of the moves' server time, and the generic plan runs them no slower. Their own
         // connections plan each statement once, from the statistics of that moment (the same
         // choice of the charges' index a custom plan would make then). Not for every statement:
